@@ -1,0 +1,120 @@
+"""Typed values of the catalog stage: a card (hardware facts) and an offer (what is for sale)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Fact", "Card", "Offer", "FactStatus"]
+
+FactStatus = Literal["confirmed", "to_confirm"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One card fact with its source and status.
+
+    Attributes:
+        value: the value (int bytes, float GB/s, str, bool), or None when unknown.
+        source: the public source it was read from.
+        status: ``confirmed`` or ``to_confirm``; a ``to_confirm`` fact can never make a criterion
+            ``acceptable``.
+    """
+
+    value: object
+    source: str
+    status: FactStatus = "confirmed"
+
+
+@dataclass(frozen=True)
+class Card:
+    """A GPU model as the card table knows it.
+
+    Attributes:
+        name: canonical name (``"RTX 4090"``).
+        aliases: other spellings (NVML names, SkyPilot names) that map here.
+        nominal_gb: the "GB" of the product name (marketing, decimal).
+        device_bytes: total memory as ``nvidia-smi --query-gpu=memory.total`` reports it
+            (MiB × 2**20), a Fact.
+        cuda_total_bytes: ``torch.cuda.mem_get_info()[1]`` where a public log gives it, else a Fact
+            with value None.
+        bandwidth_gb_s: memory bandwidth in GB/s (Fact).
+        compute_capability: ``(major, minor)`` (Fact).
+        bf16: hardware bf16 support (compute capability >= 8.0).
+        fp8: fp8 tensor cores (compute capability >= 8.9).
+        nvlink: NVLink as a Fact (value str/bool).
+        arch: architecture name (``"Ada"``).
+        memory_type: ``"GDDR6X"``, ``"HBM3"``…
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    nominal_gb: int
+    device_bytes: Fact
+    cuda_total_bytes: Fact
+    bandwidth_gb_s: Fact
+    compute_capability: Fact
+    nvlink: Fact
+    arch: str
+    memory_type: str
+
+    @property
+    def bf16(self) -> bool:
+        cc = self.compute_capability.value
+        return cc is not None and tuple(cc) >= (8, 0)
+
+    @property
+    def fp8(self) -> bool:
+        cc = self.compute_capability.value
+        return cc is not None and tuple(cc) >= (8, 9)
+
+    @property
+    def flash_attention_2(self) -> bool:
+        """FlashAttention-2 needs compute capability >= 8.0 (Dao-AILab/flash-attention README)."""
+        cc = self.compute_capability.value
+        return cc is not None and tuple(cc) >= (8, 0)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One GPU offer: a lot of ``cards`` cards for ``days`` days at ``total_usd``.
+
+    Attributes:
+        id: unique id (default ``provider-row``).
+        provider: who offers it.
+        card: the card's name as the provider writes it.
+        cards: cards in the lot (>= 1).
+        days: rental days, or None (then ``budget.days`` is used by the decision).
+        total_usd: price of the whole lot for ``days`` days, or None.
+        usd_per_hour: hourly price of the lot when the catalog gives that instead, or None.
+        available_from, available_until: documented availability window, or None.
+        host_ram_bytes, storage_bytes: server RAM and disk, or None (undocumented).
+        interconnect: ``pcie``/``nvlink``/``infiniband``… or None.
+        environment: the declared software environment (a preference until checked, R4), or None.
+        spot: True when the lot can be interrupted.
+        document, version: the commercial sheet this row comes from.
+        catalog_memory_bytes: per-card memory the catalog claims (e.g. SkyPilot GpuInfo), kept only
+            to report disagreements with the card table.
+        region: where the lot is, if given.
+    """
+
+    id: str
+    provider: str
+    card: str
+    cards: int
+    days: float | None
+    total_usd: float | None
+    usd_per_hour: float | None = None
+    available_from: dt.date | None = None
+    available_until: dt.date | None = None
+    host_ram_bytes: int | None = None
+    storage_bytes: int | None = None
+    interconnect: str | None = None
+    environment: str | None = None
+    spot: bool = False
+    document: str | None = None
+    version: str | None = None
+    catalog_memory_bytes: int | None = None
+    region: str | None = None
+    notes: tuple[str, ...] = field(default=())

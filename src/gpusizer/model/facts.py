@@ -1,0 +1,167 @@
+"""The facts about one model that the memory stage consumes (frozen, typed, sourced).
+
+Every count is logical parameters as transformers instantiates them (``model.num_parameters()``),
+split by component so a quantization can keep embeddings, lm_head, norms, biases and routers in
+16 bit while it packs the linear weights of the decoder layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["ParamRole", "ParamGroup", "MlaDims", "MoeDims", "ModelFacts", "QUANTIZABLE_ROLES"]
+
+ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
+                    "other"]
+"""What a group of parameters is, which decides how a weight format stores it.
+
+- ``linear``: 2-D weight of a decoder-layer linear (attention projections, dense MLP, shared
+  experts); quantized by bitsandbytes, GPTQ, AWQ, fp8.
+- ``expert_linear``: routed-expert weights (MoE); quantized too (mxfp4 in gpt-oss quantizes only these).
+- ``embedding``, ``lm_head``, ``norm``, ``bias``, ``router``: kept in the 16-bit compute dtype by
+  bitsandbytes (``llm_int8_skip_modules``/lm_head), GPTQ and AWQ (only ``nn.Linear`` layers of the
+  blocks are packed).
+- ``other``: anything else transformers instantiates (e.g. attention sinks, learned position
+  embeddings); kept in 16 bit.
+"""
+
+QUANTIZABLE_ROLES: frozenset[str] = frozenset({"linear", "expert_linear"})
+
+
+@dataclass(frozen=True)
+class ParamGroup:
+    """A group of parameters of one role.
+
+    Attributes:
+        name: component name, e.g. ``"embed_tokens"``, ``"attention"``, ``"mlp"``, ``"experts"``.
+        count: number of parameters (elements), whole model.
+        role: see :data:`ParamRole`.
+        matrices: number of 2-D weight matrices in the group (for per-matrix metadata), or 0 when
+            not meaningful.
+    """
+
+    name: str
+    count: int
+    role: ParamRole
+    matrices: int = 0
+
+
+@dataclass(frozen=True)
+class MlaDims:
+    """Multi-head latent attention (DeepSeek-V2/V3), DeepSeek-V2 paper §2.1.
+
+    Attributes:
+        kv_lora_rank: width of the compressed KV latent c_KV (tokens).
+        qk_rope_head_dim: width of the decoupled RoPE key, shared by heads.
+        qk_nope_head_dim: per-head non-RoPE query/key width.
+        v_head_dim: per-head value width.
+        q_lora_rank: width of the compressed query, or None (direct q projection).
+    """
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None
+
+
+@dataclass(frozen=True)
+class MoeDims:
+    """Mixture-of-experts dimensions.
+
+    Attributes:
+        num_experts: routed experts per MoE layer.
+        experts_per_token: top-k routed experts per token.
+        expert_intermediate_size: intermediate width of one routed expert.
+        num_shared_experts: always-on experts per MoE layer (DeepSeek), 0 if none.
+        moe_layers: number of decoder layers that are MoE (the rest are dense).
+    """
+
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    num_shared_experts: int
+    moe_layers: int
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What gpusizer knows about a model, with where each fact came from.
+
+    Attributes:
+        model_id: Hub id or folder path (``None`` for a bare parameter count).
+        revision: commit sha, tag or branch the facts describe.
+        source: how the facts were resolved: ``path`` | ``registry`` | ``hub`` | ``parameters``.
+        source_detail: human text naming the file(s), registry entry and its public source.
+        architecture: config.json ``model_type`` (``"llama"``…), or ``"dense"`` for a bare count.
+        hidden_size: d_model (elements).
+        num_layers: decoder layers (``num_hidden_layers``).
+        num_attention_heads: query heads.
+        num_key_value_heads: KV heads (GQA/MQA); equals query heads for MHA.
+        head_dim: per-head width (explicit ``head_dim`` when config.json gives one).
+        vocab_size: tokens in the embedding.
+        intermediate_size: dense MLP width (0 when every layer is MoE and none is dense).
+        gated_mlp: True for gate/up/down MLPs (SwiGLU/GeGLU), False for two-matrix MLPs.
+        context_window_tokens: ``max_position_embeddings`` as config.json states it.
+        tie_word_embeddings: lm_head shares the embedding matrix.
+        layer_types: per layer ``"full_attention"`` or ``"sliding_attention"``.
+        sliding_window: window in tokens for ``sliding_attention`` layers, or None.
+        mla: MLA dims, or None.
+        moe: MoE dims, or None.
+        params: parameter groups; ``total_parameters`` sums them.
+        stored_dtype: config.json ``torch_dtype``/``dtype`` (e.g. ``"bfloat16"``) or None.
+        stored_format: the weight format as stored, in the sheet's vocabulary (``bf16``, ``fp8``,
+            ``gptq-int4``, ``mxfp4``, ``int8``, ``nf4``…), or None when unknown.
+        quantization_config: config.json ``quantization_config`` as given, or None.
+        stored_bytes: exact tensor bytes of the checkpoint from safetensors headers or the index's
+            ``metadata.total_size``, or None when no header was read.
+        stored_bytes_source: where ``stored_bytes`` came from.
+        unrecognised_keys: config.json keys the family module did not use (recorded, not swallowed).
+    """
+
+    model_id: str | None
+    revision: str | None
+    source: str
+    source_detail: str
+    architecture: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    intermediate_size: int
+    gated_mlp: bool
+    context_window_tokens: int | None
+    tie_word_embeddings: bool
+    layer_types: tuple[str, ...]
+    sliding_window: int | None
+    params: tuple[ParamGroup, ...]
+    mla: MlaDims | None = None
+    moe: MoeDims | None = None
+    stored_dtype: str | None = None
+    stored_format: str | None = None
+    quantization_config: dict | None = field(default=None, hash=False, compare=False)
+    stored_bytes: int | None = None
+    stored_bytes_source: str | None = None
+    unrecognised_keys: tuple[str, ...] = ()
+
+    @property
+    def total_parameters(self) -> int:
+        """Logical parameters of the whole model (what transformers instantiates)."""
+        return sum(g.count for g in self.params)
+
+    def parameters_by_role(self, *roles: str) -> int:
+        """Sum of the groups whose role is in ``roles``."""
+        return sum(g.count for g in self.params if g.role in roles)
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers whose KV cache grows with the whole sequence."""
+        return sum(1 for t in self.layer_types if t != "sliding_attention")
+
+    @property
+    def sliding_attention_layers(self) -> int:
+        """Layers whose KV cache is capped at ``sliding_window`` tokens."""
+        return sum(1 for t in self.layer_types if t == "sliding_attention")
