@@ -35,6 +35,7 @@ class GpusizerError(Exception):
         self.field = field
         self.value = value
         self.file = file
+        self.reason = message
         prefix = ""
         if file:
             prefix += f"{file}: "

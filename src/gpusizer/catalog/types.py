@@ -97,6 +97,11 @@ class Offer:
         catalog_memory_bytes: per-card memory the catalog claims (e.g. SkyPilot GpuInfo), kept only
             to report disagreements with the card table.
         region: where the lot is, if given.
+        notes: what the reader did with the row (price arithmetic, how the card was decided).
+        canonical_card: the card table's name when the reader decided the card from more than
+            ``card`` (e.g. a SkyPilot instance type ``1x-H100_SXM-…`` for ``card`` ``H100``);
+            None: resolve ``card`` (with ``catalog_memory_bytes``), see
+            ``gpusizer.catalog.cards.resolve_offer_card``.
     """
 
     id: str
@@ -118,3 +123,4 @@ class Offer:
     catalog_memory_bytes: int | None = None
     region: str | None = None
     notes: tuple[str, ...] = field(default=())
+    canonical_card: str | None = None

@@ -39,12 +39,25 @@ class ParamGroup:
         role: see :data:`ParamRole`.
         matrices: number of 2-D weight matrices in the group (for per-matrix metadata), or 0 when
             not meaningful.
+        rows: sum of ``out_features`` over those matrices (per-row scales: bitsandbytes int8 SCB,
+            fp8 per-channel), 0 when not meaningful or not known.
+        cols: sum of ``in_features`` over those matrices (GPTQ ``g_idx``), 0 when not known.
+        largest_matrix: elements of the largest single weight tensor in the group as the
+            checkpoint stores it (load-time conversion transient), 0 when not known.
+        shapes: the group's 2-D matrices as ``(n, rows, cols)`` triples: ``n`` matrices of
+            ``rows`` (out_features) × ``cols`` (in_features). Per-block scale tensors (fp8
+            ``weight_block_size``, mxfp4 32-value blocks) are counted per matrix, which the sums
+            ``rows``/``cols`` cannot give. Empty for groups without matrices (norms, biases).
     """
 
     name: str
     count: int
     role: ParamRole
     matrices: int = 0
+    rows: int = 0
+    cols: int = 0
+    largest_matrix: int = 0
+    shapes: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,172 @@
+"""``gpusizer`` command line: parse, call one library function, render. Exit 0 ok, 2 invalid input,
+1 otherwise. Heavy modules are imported inside the commands so ``--help`` and ``estimate`` start
+fast; torch is never imported here."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .errors import GpusizerError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Size GPU memory for an LLM workload and classify GPU offers "
+                       "(six criteria: acceptable / to confirm / exclude).")
+
+
+class Fmt(str, Enum):
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+class MemFmt(str, Enum):
+    md = "md"
+    json = "json"
+
+
+def _fail(exc: GpusizerError) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _write(text: str, out: Optional[Path]) -> None:
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}", err=True)
+
+
+def _card(name: Optional[str]):
+    if name is None:
+        return None
+    from .catalog.cards import require_card
+    return require_card(name)
+
+
+SheetArg = Annotated[Path, typer.Argument(help="workload sheet (YAML)", show_default=False)]
+CardOpt = Annotated[Optional[str], typer.Option("--card", help="canonical card name or alias "
+                                                "(NVML or SkyPilot spelling)")]
+
+
+@app.command()
+def plan(sheet: SheetArg,
+         catalog: Annotated[Optional[list[Path]], typer.Option(
+             "--catalog", help="offers (YAML, CSV or SkyPilot vms.csv); repeatable; replaces the "
+                               "bundled seed catalog")] = None,
+         evidence: Annotated[Optional[Path], typer.Option(
+             "--evidence", help="folder of evidence *.json")] = None,
+         format: Annotated[Fmt, typer.Option("--format", help="output format")] = Fmt.md,
+         out: Annotated[Optional[Path], typer.Option("-o", "--out", help="output file")] = None,
+         quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False) -> None:
+    """The main job: memory items and phases, every offer classified, the one-page sheet."""
+    from .pipeline import run_plan
+    from .report.json_report import dumps, plan_document
+    from .sheet import load_sheet
+    try:
+        result = run_plan(load_sheet(sheet), catalogs=catalog, evidence_dir=evidence)
+    except GpusizerError as exc:
+        _fail(exc)
+    doc = plan_document(result)
+    _render(doc, format.value, out, quiet)
+
+
+def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
+    from .report.json_report import dumps
+    if fmt == "json":
+        text = dumps(doc) + "\n"
+    elif fmt == "html":
+        from .report.html import render_html
+        text = render_html(doc)
+    else:
+        from .report.markdown import render_markdown
+        text = render_markdown(doc)
+    if not quiet and (out is not None or fmt != "md") and sys.stderr.isatty():
+        from .report.terminal import print_terminal
+        print_terminal(doc)
+    _write(text, out)
+
+
+@app.command()
+def estimate(sheet: SheetArg, card: CardOpt = None,
+             format: Annotated[MemFmt, typer.Option("--format", help="output format")] = MemFmt.md,
+             out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
+    """Memory only: items, phases and peaks per GPU; with --card, the card's rules and the fit."""
+    from .pipeline import run_estimate
+    from .report.json_report import estimate_document
+    from .sheet import load_sheet
+    try:
+        result = run_estimate(load_sheet(sheet), card=_card(card))
+    except GpusizerError as exc:
+        _fail(exc)
+    _render(estimate_document(result), format.value, out, True)
+
+
+@app.command()
+def fit(sheet: SheetArg,
+        card: Annotated[str, typer.Option("--card", help="canonical card name or alias")],
+        format: Annotated[MemFmt, typer.Option("--format")] = MemFmt.md) -> None:
+    """Largest concurrency and context (inference) that fit the card with the sheet's margin."""
+    from .fit import fit_inference
+    from .sheet import load_sheet
+    try:
+        answer = fit_inference(load_sheet(sheet), _card(card))
+    except GpusizerError as exc:
+        _fail(exc)
+    if format.value == "json":
+        from .report.json_report import dumps
+        _write(dumps(answer) + "\n", None)
+    else:
+        lines = [f"# gpusizer fit on {answer['card']} (device {answer['device_bytes']} B, margin "
+                 f"{answer['margin']})", ""]
+        lines += [f"- {k}: {v}" for k, v in answer["answers"].items()]
+        lines += [f"- note: {n}" for n in answer["notes"]]
+        _write("\n".join(lines) + "\n", None)
+
+
+@app.command()
+def schema() -> None:
+    """Print the workload sheet's JSON Schema."""
+    import json
+
+    from .sheet import Sheet
+    sys.stdout.write(json.dumps(Sheet.model_json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def simulate(sheet: SheetArg, card: CardOpt = None) -> None:
+    """Same JSON as estimate with provenance 'simulated' (needs the simulate extra)."""
+    typer.echo("error: `gpusizer simulate` is not available in this version: the simulate extra "
+               "(torch fake tensors) is not built yet; use `gpusizer estimate`", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def measure(sheet: SheetArg,
+            out: Annotated[Path, typer.Option("--out", help="folder for raw notes and evidence")],
+            random_weights: Annotated[bool, typer.Option("--random-weights")] = False) -> None:
+    """Run the ladder on a real GPU and write evidence (needs the measure extra)."""
+    typer.echo("error: `gpusizer measure` is not available in this version: the measure extra "
+               "is not built yet", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    from . import __version__
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,334 @@
+"""The six mandatory criteria (R2): one function each, every state tied to its evidence.
+
+States: ``acceptable`` (documents confirm it within scope), ``to_confirm`` (information missing;
+``condition`` says exactly what to confirm), ``exclude`` (a proven failure blocks the workload).
+An unknown can make a criterion ``to_confirm``, never ``acceptable``; preferences never reach here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..catalog.types import Card, Offer
+from ..evidence import EvidenceDoc, EvidenceSet
+from ..memory.items import MemoryEstimate
+from ..model.facts import ModelFacts
+from ..sheet import Sheet
+from ..units import fmt_bytes
+
+__all__ = ["State", "Criterion", "OfferContext", "CRITERIA", "workload", "compatibility", "memory",
+           "quality", "distribution", "budget"]
+
+State = Literal["acceptable", "to_confirm", "exclude"]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One criterion's state for one offer."""
+
+    state: State
+    reason: str
+    condition: str | None = None
+    evidence: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class OfferContext:
+    """Everything a criterion may look at for one offer.
+
+    Attributes:
+        sheet, facts: the workload and the model (facts None for a bare count).
+        offer: the offer; card: its canonical card (None when unknown to the card table).
+        estimate: the memory estimate under this card's rules, per GPU.
+        evidence: evidence matching the sheet.
+        total_usd: the lot's price for the campaign (None when undocumented).
+        days: rental days used for the price.
+        checkpoint_bytes: bytes of the weights on disk (for storage and host RAM).
+        card_note: why the card is unknown or ambiguous, if it is.
+    """
+
+    sheet: Sheet
+    facts: ModelFacts | None
+    offer: Offer
+    card: Card | None
+    estimate: MemoryEstimate | None
+    evidence: EvidenceSet
+    total_usd: float | None
+    days: float | None
+    checkpoint_bytes: int | None
+    card_note: str | None = None
+    required: dict[str, int] = field(default_factory=dict)
+
+
+def _offer_doc(ctx: OfferContext) -> dict:
+    o = ctx.offer
+    return {"document": o.document or f"catalog row {o.id}", "version": o.version or "unversioned",
+            "scope": f"offer {o.id} ({o.provider})"}
+
+
+def _in_card_scope(doc: EvidenceDoc, ctx: OfferContext) -> bool:
+    """Same canonical card and the same device bytes (as NVML reports them)."""
+    if ctx.card is None or doc.scope.card is None:
+        return False
+    from ..catalog.cards import lookup_card
+    c = lookup_card(doc.scope.card, memory_bytes=doc.scope.device_bytes)
+    return (c is not None and c.name == ctx.card.name
+            and doc.scope.device_bytes == ctx.card.device_bytes.value)
+
+
+def _limit_rung(ctx: OfferContext):
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not _in_card_scope(doc, ctx):
+            continue
+        for rung in doc.rungs:
+            if rung.name == "limit":
+                return doc, rung
+    return None, None
+
+
+def workload(ctx: OfferContext) -> Criterion:
+    """Workload covered: the executed dimensions equal the required ones (R1, R9)."""
+    if not ctx.required:
+        return Criterion("to_confirm", "real dimensions unknown: the sheet gives no lengths, "
+                         "concurrency or microbatch (weights-only calculator)",
+                         "add an inference or training block with the real dimensions")
+    doc, rung = _limit_rung(ctx)
+    if rung is not None:
+        ran = {k: rung.executed.get(k) for k in ctx.required}
+        short = {k: (ran[k], v) for k, v in ctx.required.items() if ran[k] is None or ran[k] < v}
+        if short or rung.result == "truncated":
+            text = ", ".join(f"{k} {got} < {want}" for k, (got, want) in short.items())
+            return Criterion("exclude", "the limit run covered less than the sheet asks: "
+                             + (text or "the run truncated its input"), None, (doc.citation(),))
+        return Criterion("acceptable", "the limit run executed the required dimensions: "
+                         + ", ".join(f"{k}={v}" for k, v in ctx.required.items()), None,
+                         (doc.citation(),))
+    dims = ", ".join(f"{k}={v}" for k, v in ctx.required.items())
+    return Criterion("to_confirm", "executed dimensions not yet in evidence",
+                     f"run the workload on this card at {dims} and record the executed dimensions "
+                     "(gpusizer measure)")
+
+
+def compatibility(ctx: OfferContext) -> Criterion:
+    """Compatibility: verified only by a check run in the offer's own environment (R4)."""
+    rules = ctx.estimate.notes if ctx.estimate else ()
+    for doc in ctx.evidence.of_kind("compatibility"):
+        s = doc.scope
+        own = (s.offer_id == ctx.offer.id) or (
+            s.provider == ctx.offer.provider and s.environment.image is not None
+            and s.environment.image == ctx.offer.environment)
+        if own:
+            if doc.result == "failed":
+                return Criterion("exclude", "the compatibility check failed in the offer's own "
+                                 "environment", None, (doc.citation(),))
+            if doc.result == "passed":
+                return Criterion("acceptable", "the required combination was checked in the "
+                                 "offer's own environment", None, (doc.citation(),))
+    changes = [n for n in rules if "CC" in n]
+    env = ctx.offer.environment
+    reason = (f"environment {env!r} is declared at order time: a preference, not a verification "
+              "(R4)" if env else "no environment documented for this offer")
+    if changes:
+        reason += "; card rules: " + "; ".join(changes)
+    software = ", ".join(ctx.sheet.requirements.software) or "the sheet's software stack"
+    return Criterion("to_confirm", reason,
+                     f"run a compatibility check ({software}, the {ctx.sheet.attention} attention "
+                     f"kernel, {ctx.sheet.weights} weights) in the offer's own image",
+                     (_offer_doc(ctx),))
+
+
+def memory(ctx: OfferContext) -> Criterion:
+    """Memory per GPU: exclude on a certain overflow or a measured OOM at the required
+    dimensions; acceptable only with an in-scope measurement of the full cycle within the margin."""
+    if ctx.card is None or ctx.estimate is None:
+        return Criterion("to_confirm", ctx.card_note or f"card {ctx.offer.card!r} is unknown to "
+                         "the card table: its memory is unknown (never guessed)",
+                         "name the exact card model and its nvidia-smi memory.total")
+    est = ctx.estimate
+    device = int(ctx.card.device_bytes.value)
+    margin = ctx.sheet.margin.of(device)
+    cite_card = {"document": "gpusizer card table", "version": "bundled",
+                 "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
+    doc, rung = _limit_rung(ctx)
+    if rung is not None and rung.result == "oom":
+        return Criterion("exclude", f"out of memory at the required dimensions in phase "
+                         f"{rung.failed_phase or 'unknown'} on {ctx.card.name}", None,
+                         (doc.citation(),))
+    v = est.vllm
+    if v is not None:
+        if v.weights_bytes > v.budget_bytes:
+            return Criterion("exclude", f"vLLM: weights {fmt_bytes(v.weights_bytes)} exceed the "
+                             f"budget {fmt_bytes(v.budget_bytes)}", None, (cite_card,))
+        if v.starts is False:
+            return Criterion("exclude", f"vLLM: {v.kv_tokens} KV tokens < one sequence of "
+                             f"{ctx.sheet.inference.tokens_per_sequence} tokens: vLLM refuses to "
+                             "start", None, (cite_card,))
+        if est.lower_bound_bytes > v.budget_bytes:
+            return Criterion("exclude", f"vLLM: weights + KV cache of the required "
+                             f"{ctx.sheet.inference.concurrency} sequences = "
+                             f"{fmt_bytes(est.lower_bound_bytes)} exceed the pool "
+                             f"{fmt_bytes(v.budget_bytes)} (max concurrency {v.max_concurrency})",
+                             None, (cite_card,))
+    elif est.lower_bound_bytes > device:
+        what = "weights + KV cache of the required tokens" if ctx.required else "weights alone"
+        return Criterion("exclude", f"{what} = {fmt_bytes(est.lower_bound_bytes)} per GPU exceed "
+                         f"the device's {fmt_bytes(device)} (a certain lower bound)", None,
+                         (cite_card,))
+    if rung is not None and rung.result == "passed":
+        peaks = [p for p in rung.phases]
+        reserved = [p.max_memory_reserved_bytes for p in peaks]
+        non_torch = [p.non_torch_bytes for p in peaks]
+        if peaks and None not in reserved and None not in non_torch \
+                and ctx.card.device_bytes.status == "confirmed":
+            worst = max(r + n for r, n in zip(reserved, non_torch))
+            if worst + margin <= device:
+                return Criterion("acceptable", f"measured full cycle: max_memory_reserved + "
+                                 f"non-PyTorch = {fmt_bytes(worst)} + margin {fmt_bytes(margin)} "
+                                 f"<= {fmt_bytes(device)}", None, (doc.citation(), cite_card))
+            return Criterion("to_confirm", f"measured {fmt_bytes(worst)} + margin "
+                             f"{fmt_bytes(margin)} exceeds {fmt_bytes(device)} though the run "
+                             "passed", "re-measure with a reasoned margin", (doc.citation(),))
+    status = "" if ctx.card.device_bytes.status == "confirmed" else \
+        " (the card's device bytes are themselves to confirm)"
+    if not est.phases:
+        reason = (f"only the weights are known: weights only {fmt_bytes(est.weights_bytes)}, "
+                  f"indicative envelope (weights + reserve {fmt_bytes(est.reserve_bytes)}) "
+                  f"{fmt_bytes(est.envelope_bytes)} vs device {fmt_bytes(device)}{status}; "
+                  "context, concurrency and working memory are not in the calculation")
+    elif est.device_peak_bytes is None:
+        unknown = sorted({n for p in est.phases for n in p.unknown_items})
+        reason = (f"only a lower bound is known: {fmt_bytes(est.lower_bound_bytes)} per GPU vs "
+                  f"{fmt_bytes(device)}{status}; items of unknown size: "
+                  + (", ".join(unknown) or "none (no phases computed)"))
+    else:
+        env = est.conservative_envelope_bytes
+        fits = est.device_peak_bytes + margin <= device
+        reason = (f"estimated device peak {fmt_bytes(est.device_peak_bytes)} + margin "
+                  f"{fmt_bytes(margin)} {'<=' if fits else '>'} device {fmt_bytes(device)}"
+                  f"{status}; conservative envelope {fmt_bytes(env)}")
+    return Criterion("to_confirm", reason,
+                     "measure the limit rung on this card: max_memory_reserved + non-PyTorch "
+                     "memory + margin <= device bytes (gpusizer measure)", (cite_card,))
+
+
+def quality(ctx: OfferContext) -> Criterion:
+    """Quality: acceptable without a run only when criteria are declared and the offer runs the
+    reference format unchanged (CONTRACT.md)."""
+    q = ctx.sheet.quality
+    if q is None:
+        return Criterion("to_confirm", "no quality criteria declared (R1)",
+                         "declare quality: a frozen corpus, a metric and max_regression")
+    stored = ctx.estimate.stored_format if ctx.estimate else None
+    if stored is None and ctx.facts is not None:
+        stored = ctx.facts.stored_format
+    reference = stored if q.reference == "auto" else q.reference
+    runs = ctx.estimate.weights_format if ctx.estimate else ctx.sheet.weights
+    if reference is not None and runs == reference:
+        return Criterion("acceptable", f"runs the reference format {reference} unchanged: nothing "
+                         "to regress", None,
+                         ({"document": "workload sheet", "version": "sheet quality block",
+                           "scope": f"reference {reference}"},))
+    for doc in ctx.evidence.of_kind("quality"):
+        if doc.extra("candidate_format") == runs and doc.extra("reference_format") == reference:
+            if doc.extra("passed") is True:
+                return Criterion("acceptable", f"{runs} within tolerance of {reference}", None,
+                                 (doc.citation(),))
+            if doc.extra("passed") is False:
+                return Criterion("exclude", f"{runs} regresses beyond tolerance vs {reference}",
+                                 None, (doc.citation(),))
+    return Criterion("to_confirm", f"format {runs} not yet evaluated against the reference "
+                     f"{reference or 'unknown'}",
+                     f"evaluate {runs} vs {reference} on the frozen corpus {q.corpus} "
+                     f"({q.metric}, max_regression {q.max_regression})")
+
+
+def distribution(ctx: OfferContext) -> Criterion:
+    """Distribution and server: placement, host RAM, storage, interconnect (R2, R9, R13)."""
+    o, s = ctx.offer, ctx.sheet
+    need_gpus = s.placement.gpus
+    if o.cards < need_gpus:
+        return Criterion("exclude", f"the lot has {o.cards} card(s); the placement needs "
+                         f"{need_gpus}", None, (_offer_doc(ctx),))
+    missing, excl = [], []
+    if need_gpus > 1:
+        ok = [d for d in ctx.evidence.of_kind("placement") if _in_card_scope(d, ctx)]
+        if any(d.result == "failed" for d in ok):
+            return Criterion("exclude", "the multi-GPU placement failed on this card", None,
+                             tuple(d.citation() for d in ok))
+        if not any(d.result == "passed" for d in ok):
+            missing.append(f"a verified {s.placement.strategy} placement over {need_gpus} GPUs "
+                           "(two cards are not one memory space)")
+    req = s.requirements
+    ram_need = max(req.host_ram or 0, ctx.checkpoint_bytes or 0) or None
+    if o.host_ram_bytes is None:
+        missing.append("host RAM (undocumented)" + (f"; needed {fmt_bytes(ram_need)}" if ram_need
+                                                     else ""))
+    elif req.host_ram and o.host_ram_bytes < req.host_ram:
+        excl.append(f"host RAM {fmt_bytes(o.host_ram_bytes)} < required {fmt_bytes(req.host_ram)}")
+    elif ram_need and o.host_ram_bytes < ram_need:
+        missing.append(f"loading with host RAM {fmt_bytes(o.host_ram_bytes)} below the checkpoint "
+                       f"{fmt_bytes(ram_need)} (memory-mapped safetensors: slower, confirm)")
+    disk_need = max(req.storage or 0, ctx.checkpoint_bytes or 0) or None
+    if o.storage_bytes is None:
+        missing.append("storage (undocumented)" + (f"; needed {fmt_bytes(disk_need)}" if disk_need
+                                                   else ""))
+    elif disk_need and o.storage_bytes < disk_need:
+        excl.append(f"storage {fmt_bytes(o.storage_bytes)} < needed {fmt_bytes(disk_need)} "
+                    "(checkpoint bytes or the sheet's requirement)")
+    if req.interconnect:
+        if o.interconnect is None:
+            missing.append(f"interconnect {req.interconnect} (undocumented)")
+        elif o.interconnect.lower() != req.interconnect.lower():
+            excl.append(f"interconnect {o.interconnect} where {req.interconnect} is required")
+    if excl:
+        return Criterion("exclude", "; ".join(excl), None, (_offer_doc(ctx),))
+    if missing:
+        return Criterion("to_confirm", "required characteristics undocumented",
+                         "confirm " + "; ".join(missing), (_offer_doc(ctx),))
+    return Criterion("acceptable", "placement, host RAM, storage and interconnect documented and "
+                     "sufficient", None, (_offer_doc(ctx),))
+
+
+def budget(ctx: OfferContext, today: dt.date | None = None) -> Criterion:
+    """Budget and schedule: total USD vs max_usd, days, availability window vs deadline."""
+    b, o = ctx.sheet.budget, ctx.offer
+    if b is None:
+        return Criterion("to_confirm", "no budget or schedule declared",
+                         "declare budget.max_usd, budget.days and budget.deadline")
+    excl, missing = [], []
+    price = ctx.total_usd
+    if price is None:
+        missing.append("the lot's total price for the campaign")
+    elif b.max_usd is not None and price > b.max_usd:
+        excl.append(f"total {price:.2f} USD > max {b.max_usd:.2f} USD")
+    if b.days is not None and o.days is not None and o.days < b.days:
+        excl.append(f"the lot runs {o.days:g} days < {b.days:g} days needed")
+    need_days = b.days or o.days
+    if o.available_from is None or o.available_until is None:
+        missing.append("an availability window (duration still hypothetical)")
+    else:
+        start = max(o.available_from, today or o.available_from)
+        end = start + dt.timedelta(days=float(need_days or 0))
+        if end > o.available_until + dt.timedelta(days=1):
+            excl.append(f"window {o.available_from}..{o.available_until} is shorter than "
+                        f"{need_days:g} days")
+        if b.deadline is not None and end > b.deadline + dt.timedelta(days=1):
+            excl.append(f"work would end {end} after the deadline {b.deadline}")
+    if o.spot:
+        missing.append("an uninterrupted schedule (spot lot: can be interrupted)")
+    if excl:
+        return Criterion("exclude", "; ".join(excl), None, (_offer_doc(ctx),))
+    if missing:
+        reason = f"total {price:.2f} USD" if price is not None else "price unknown"
+        if b.max_usd is not None and price is not None:
+            reason += f" <= {b.max_usd:.2f} USD"
+        return Criterion("to_confirm", reason + "; " + "; ".join(missing),
+                         "document " + "; ".join(missing), (_offer_doc(ctx),))
+    return Criterion("acceptable", f"total {price:.2f} USD within the limit; window covers "
+                     f"{need_days:g} days before the deadline", None, (_offer_doc(ctx),))
+
+
+CRITERIA = {"workload": workload, "compatibility": compatibility, "memory": memory,
+            "quality": quality, "distribution": distribution, "budget": budget}

@@ -1,0 +1,142 @@
+"""Evidence files (``--evidence DIR``): what was documented or measured, with version and scope (R4).
+
+Format: CONTRACT.md "Evidence files"; the kind-specific fields gpusizer reads are listed in
+``docs/evidence.md``. Evidence counts for a plan only when its ``sheet_sha256`` matches the plan's
+sheet, and for an offer only within its scope: the same canonical card and device bytes, and for
+compatibility the offer's own provider and image (or its ``offer_id``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import EvidenceError
+
+__all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    image: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+
+
+class Scope(_Strict):
+    """Where the evidence holds: an offer, a provider, a card with its device bytes, an image."""
+
+    offer_id: str | None = None
+    provider: str | None = None
+    card: str | None = None
+    device_bytes: int | None = None
+    environment: Environment = Environment()
+
+
+class MeasuredPhase(BaseModel):
+    """One phase's counters on one GPU, each under its own name, never added together (R9)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+    gpu: int = 0
+    max_memory_allocated_bytes: int | None = None
+    max_memory_reserved_bytes: int | None = None
+    non_torch_bytes: int | None = None
+    nvml_used_bytes: int | None = None
+
+
+class Rung(BaseModel):
+    """One rung of the ladder (R9): short, typical or limit."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: Literal["short", "typical", "limit"]
+    result: Literal["passed", "oom", "failed", "truncated"]
+    executed: dict[str, int] = {}
+    failed_phase: str | None = None
+    phases: list[MeasuredPhase] = []
+
+
+class EvidenceDoc(BaseModel):
+    """One evidence file. Kind-specific fields are kept in ``model_extra``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: Literal["commercial", "measurement", "quality", "compatibility", "placement"]
+    document: str
+    version: str
+    date: dt.date | None = None
+    scope: Scope = Scope()
+    sheet_sha256: str | None = None
+    rungs: list[Rung] = []
+    result: Literal["passed", "failed"] | None = None
+    file: str = Field("", exclude=True)
+
+    def extra(self, key: str, default: Any = None) -> Any:
+        """A kind-specific field."""
+        return (self.model_extra or {}).get(key, default)
+
+    def citation(self) -> dict[str, str]:
+        """``{"document", "version", "scope"}`` as the JSON output lists evidence."""
+        s = self.scope
+        parts = [f"{k}={v}" for k, v in (("offer", s.offer_id), ("provider", s.provider),
+                                          ("card", s.card), ("device_bytes", s.device_bytes),
+                                          ("image", s.environment.image)) if v is not None]
+        return {"document": self.document, "version": self.version,
+                "scope": ", ".join(parts) or "unscoped"}
+
+
+@dataclass(frozen=True)
+class EvidenceSet:
+    """Evidence of one plan: the documents that match the sheet, and those set aside (with why)."""
+
+    docs: tuple[EvidenceDoc, ...]
+    ignored: tuple[tuple[str, str], ...]
+
+    def of_kind(self, kind: str) -> list[EvidenceDoc]:
+        return [d for d in self.docs if d.kind == kind]
+
+
+def load_evidence(directory: str | Path | None, *, sheet_sha256: str) -> EvidenceSet:
+    """Read every ``*.json`` in ``directory``.
+
+    Evidence whose ``sheet_sha256`` differs from the plan's is set aside with the reason (it
+    measured another workload); quality evidence may instead match its locked criteria hash.
+
+    Raises:
+        EvidenceError: unreadable JSON or a malformed document (file and field named).
+    """
+    if directory is None:
+        return EvidenceSet((), ())
+    d = Path(directory)
+    if not d.is_dir():
+        raise EvidenceError(f"expected a folder of evidence *.json files, got {str(d)!r}",
+                            field="--evidence", value=str(d))
+    docs, ignored = [], []
+    for path in sorted(d.glob("*.json")):
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise EvidenceError(f"cannot read JSON: {exc}", file=str(path)) from None
+        try:
+            doc = EvidenceDoc.model_validate({**raw, "file": str(path)} if isinstance(raw, dict)
+                                             else raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise EvidenceError(f"{err['msg']} (got {err.get('input')!r})", file=str(path),
+                                field=loc) from None
+        if doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256 and doc.kind != "quality":
+            ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
+                                       f"{sheet_sha256}: it documents another workload"))
+            continue
+        docs.append(doc)
+    return EvidenceSet(tuple(docs), tuple(ignored))

@@ -1,0 +1,343 @@
+"""Assemble the memory estimate of one sheet: items, phases, peaks, envelopes — per GPU.
+
+Arithmetic only (provenance ``estimated`` or ``declared``); no torch import. With a card, the
+card's rules decide what really runs (kernels, dtypes) and, for ``engine: vllm``, how vLLM splits
+its pool. Without an ``inference`` block only "weights only" and the indicative envelope are
+computed (the seed's calculator, R5/R7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..catalog.types import Card
+from ..errors import ModelError, SheetError
+from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
+from ..sheet import Sheet
+from .card_rules import NO_CARD, CardRules, card_rules
+from .items import INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, phase_peaks
+from .kv_cache import kv_bytes, kv_layout
+from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
+                        nccl_item)
+from .placement import Share, inference_share
+from .vllm import profile_activation_bytes, rotary_cache_bytes, vllm_split
+from .working_memory import forward_working_bytes
+from .weights import DTYPE_BYTES, compute_dtype_of, dense_bytes, weight_breakdown
+
+__all__ = ["WeightPlan", "plan_weights", "estimate_memory"]
+
+_WEIGHTS_SOURCE = ("R5 dense volume = parameters × bits / 8; per-format layout in "
+                   "gpusizer/memory/weights.py (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales)")
+_CANNOT_PRODUCE_AT_LOAD = ("gptq-int4", "awq-int4")
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    """Which weight format runs and whether it is produced at load.
+
+    Attributes:
+        stored: the checkpoint's stored format (None for a bare parameter count).
+        runs: the format the weights have on the GPU after load.
+        compute_dtype: activations / KV dtype.
+        converted: True when the load converts ``stored`` → ``runs`` (a transient item).
+        rules: the card rules applied.
+    """
+
+    stored: str | None
+    runs: str
+    compute_dtype: str
+    converted: bool
+    rules: CardRules
+
+
+def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> WeightPlan:
+    """Decide the stored and running weight formats.
+
+    Raises:
+        ModelError: ``weights: auto`` with a checkpoint whose stored format is unknown.
+        SheetError: a format that cannot be produced at load (GPTQ, AWQ) from a plain checkpoint.
+    """
+    q = sheet.quantization
+    stored = facts.stored_format if facts else None
+    if facts is not None and q.prequantized is True and sheet.weights != "auto":
+        stored = sheet.weights  # the user says the checkpoint already stores `weights`
+    wanted = sheet.weights if sheet.weights != "auto" else stored
+    if wanted is None:
+        raise ModelError("the checkpoint's stored format is unknown (config.json has no "
+                         "torch_dtype/dtype nor quantization_config): give `weights` explicitly",
+                         field="weights", value="auto")
+    converted = facts is not None and stored is not None and wanted != stored
+    if converted and wanted in _CANNOT_PRODUCE_AT_LOAD:
+        raise SheetError(f"{wanted} needs an offline calibration pass and cannot be produced while "
+                         f"loading a {stored} checkpoint: point model at a pre-quantized {wanted} "
+                         "checkpoint (or set quantization.prequantized: true if it is one)",
+                         field="weights", value=wanted)
+    if facts is not None and stored is None and wanted in _CANNOT_PRODUCE_AT_LOAD \
+            and q.prequantized is not True:
+        raise SheetError(f"{wanted} cannot be produced at load; set quantization.prequantized: "
+                         "true if the checkpoint already stores it", field="weights", value=wanted)
+    compute = compute_dtype_of(wanted, q.compute_dtype)
+    cc = None
+    if card is not None:
+        cc = card.compute_capability.value
+        cc = tuple(cc) if cc is not None else None
+    engine = sheet.inference.engine if sheet.inference else "transformers"
+    rules = card_rules(card=card.name if card else None, compute_capability=cc, weights=wanted,
+                       compute_dtype=compute, attention=sheet.attention, engine=engine)
+    runs = rules.weights
+    converted = converted or (runs != wanted and facts is not None)
+    return WeightPlan(stored, runs, rules.compute_dtype, converted, rules)
+
+
+def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
+                   phases: tuple[str, ...]) -> tuple[list[Item], int, list[str]]:
+    notes: list[str] = []
+    q = sheet.quantization
+    if facts is None:
+        params = sheet.model.parameters
+        assert params is not None
+        b = dense_bytes(params, plan.runs)
+        per_gpu = int(Fraction(b) * share.weight_fraction)
+        item = Item("weights", per_gpu, "estimated", phases, _WEIGHTS_SOURCE,
+                    f"{params} parameters × {dense_bytes(8, plan.runs)} bit / 8 = {b} B"
+                    + (f" × {share.weight_fraction} per GPU" if share.weight_fraction != 1 else ""))
+        notes.append("bare parameter count: quantization metadata (scales, zero points, absmax), "
+                     "modules kept in another format (embeddings, lm_head, norms), working memory, "
+                     "temporary load buffers and memory outside the process are not counted (R5)")
+        if plan.runs in ("nf4", "fp4", "int4", "gptq-int4", "awq-int4", "mxfp4"):
+            notes.append("4-bit row is theoretical: real 4-bit formats carry metadata and keep some "
+                         "layers in other formats, so it is not a guaranteed peak (R7)")
+        return [item], per_gpu, notes
+    bd = weight_breakdown(facts, plan.runs, compute_dtype=plan.compute_dtype,
+                          group_size=q.group_size, double_quant=q.double_quant)
+    frac = share.weight_fraction
+    split = "" if frac == 1 else f" × {frac} on this GPU ({share.note})"
+    weights = int(Fraction(bd.packed_bytes + bd.kept_bytes) * frac)
+    items = [Item("weights", weights, "estimated", phases, _WEIGHTS_SOURCE,
+                  f"{plan.runs}: {bd.formula}{split}")]
+    meta = int(Fraction(bd.metadata_bytes) * frac)
+    if bd.metadata_bytes:
+        items.append(Item("quantization_metadata", meta, "estimated", phases, _WEIGHTS_SOURCE,
+                          bd.metadata_formula + split))
+    if plan.converted:
+        largest = max((g.largest_matrix for g in facts.params if g.role in QUANTIZABLE_ROLES),
+                      default=0)
+        src_fmt = plan.stored or "stored"
+        src_bytes = DTYPE_BYTES.get(src_fmt, 2)
+        source = ("transformers loads each tensor in its stored dtype onto the GPU, then converts "
+                  "it (HfQuantizer.create_quantized_param / param_needs_quantization)")
+        if largest:
+            items.append(Item("load_conversion_transient", largest * src_bytes, "estimated",
+                              ("load",), source,
+                              f"largest converted tensor {largest} values × {src_bytes} B "
+                              f"({src_fmt})"))
+        else:
+            items.append(Item("load_conversion_transient", None, "estimated", ("load",), source,
+                              unknown_reason="the size of the largest converted tensor is not "
+                              "known for this model"))
+        notes.append(f"weights converted at load: {src_fmt} → {plan.runs}")
+    if plan.runs == "int4":
+        notes.append("int4 is the theoretical 4-bit row (no metadata, nothing kept in 16 bit); "
+                     "real 4-bit formats (nf4, gptq-int4, awq-int4) carry metadata (R7)")
+    return items, weights + (meta if bd.metadata_bytes else 0), notes
+
+
+def _kv_dtype_bytes(sheet: Sheet, plan: WeightPlan) -> tuple[int, str]:
+    assert sheet.inference is not None
+    kv = sheet.inference.kv_cache_dtype
+    dtype = plan.compute_dtype if kv == "auto" else kv
+    if dtype == "fp8":
+        return 1, "fp8"
+    return DTYPE_BYTES[dtype], dtype
+
+
+def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: Share,
+                     card: Card | None) -> tuple[list[Item], int, object]:
+    inf = sheet.inference
+    assert inf is not None
+    b = DTYPE_BYTES[plan.compute_dtype]
+    kvb, kv_dtype = _kv_dtype_bytes(sheet, plan)
+    engine = inf.engine
+    layout = kv_layout(facts, dtype_bytes=kvb, engine=engine, tp=share.tp)
+    seqs = share.sequences
+    tokens = inf.tokens_per_sequence
+    round_to = inf.block_size if engine == "vllm" else 1
+    lf = share.layer_fraction
+    kv_full = int(Fraction(kv_bytes(layout, tokens=tokens, sequences=seqs, round_to=round_to)) * lf)
+    kv_prompt = int(Fraction(kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs,
+                                      round_to=round_to)) * lf)
+    static = engine == "transformers" and inf.cache == "static"
+    kv_src = ("KV cache = layers × 2 × kv_heads × head_dim × tokens × sequences × bytes "
+              "(gpusizer/memory/kv_cache.py: transformers cache_utils, vLLM paged blocks, "
+              "DeepSeek-V2 §2.1.2 for MLA)")
+    kv_text = (f"{layout.description}; {seqs} sequence(s) × {tokens} tokens (prompt "
+               f"{inf.prompt_tokens} + new {inf.new_tokens}) × {kvb} B ({kv_dtype})"
+               + (f", blocks of {round_to} tokens" if round_to > 1 else "")
+               + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))
+    phase_bytes = {} if static else {"prefill": kv_prompt}
+    items = [Item("kv_cache", kv_full, "estimated", ("prefill", "decode"), kv_src,
+                  kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
+                  phase_bytes=phase_bytes)]
+    kernel = plan.rules.attention
+    if engine == "vllm":
+        kernel = "flash"
+    prefill = forward_working_bytes(facts, batch=seqs, q_tokens=inf.prompt_tokens,
+                              kv_tokens=inf.prompt_tokens, dtype_bytes=b,
+                                    kernel=kernel,
+                              logits_positions=(inf.prompt_tokens if inf.logits == "all" else 1),
+                              tp=share.tp)
+    wm_src = ("largest live set in one decoder layer, or final hidden + logits "
+              "(gpusizer/memory/working_memory.py: transformers LlamaDecoderLayer order; "
+              "Dao et al. 2022 for no S×S matrix with flash/memory-efficient kernels)")
+    items.append(Item("prefill_working", prefill.total_bytes, "estimated", ("prefill",), wm_src,
+                      f"kernel {kernel}; " + prefill.formula))
+    decode = forward_working_bytes(facts, batch=seqs, q_tokens=1, kv_tokens=tokens, dtype_bytes=b,
+                                   kernel=kernel,
+                             logits_positions=1, tp=share.tp)
+    items.append(Item("decode_working", decode.total_bytes, "estimated", ("decode",), wm_src,
+                      f"kernel {kernel}; " + decode.formula))
+    if engine == "transformers" and not static:
+        per_layer = kv_full // max(1, facts.num_layers)
+        items.append(Item("kv_cache_growth_transient", per_layer // 2, "estimated", ("decode",),
+                          "transformers DynamicLayer.update grows K and V with torch.cat: the old "
+                          "and the new tensor of one layer coexist briefly",
+                          f"one layer's K (or V) at full length: {kv_full} / {facts.num_layers} "
+                          "layers / 2"))
+    return items, kv_full, layout
+
+
+def _weight_tensors(facts: ModelFacts | None, share: Share) -> int:
+    if facts is None:
+        return 0
+    tensors = sum(max(g.matrices, 1) for g in facts.params)
+    return int(-(-Fraction(tensors) * share.weight_fraction // 1))
+
+
+def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None = None) -> MemoryEstimate:
+    """Size the sheet's memory per GPU, item by item and phase by phase.
+
+    Args:
+        sheet: the validated workload sheet.
+        facts: the model's facts, or None for a bare ``model.parameters`` count.
+        card: a card whose GPU rules apply (kernels, dtypes; vLLM's pool), or None.
+
+    Returns:
+        A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
+
+    Raises:
+        SheetError: inconsistent sheet (length beyond the context window, strategy for the task).
+        ModelError: a fact the sizing needs is unknown.
+    """
+    inf = sheet.inference
+    if facts is not None and facts.context_window_tokens is not None:
+        need = inf.tokens_per_sequence if inf else (sheet.training.sequence_length
+                                                    if sheet.training else 0)
+        if need > facts.context_window_tokens:
+            what = (f"prompt_tokens + new_tokens = {inf.prompt_tokens} + {inf.new_tokens} = {need}"
+                    if inf else f"training.sequence_length = {need}")
+            raise SheetError(f"{what} tokens exceeds the model's context window "
+                             f"max_position_embeddings = {facts.context_window_tokens} tokens",
+                             field="inference" if inf else "training.sequence_length", value=need)
+    plan = plan_weights(sheet, facts, card)
+    notes = list(plan.rules.changes)
+    if card is None:
+        notes.append(NO_CARD)
+    concurrency = inf.concurrency if inf else 1
+    if sheet.task == "inference":
+        share = inference_share(facts, strategy=sheet.placement.strategy,
+                                gpus=sheet.placement.gpus, concurrency=concurrency)
+    else:
+        share = inference_share(facts, strategy="single", gpus=1, concurrency=1)
+    phase_names = INFERENCE_PHASES if sheet.task == "inference" else TRAINING_PHASES
+    if inf is None and sheet.task == "inference":
+        w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, ("load",))
+        notes += wnotes
+        notes.append("no inference block: only 'weights only' and the indicative envelope are "
+                     "computed (no KV cache, no phase past load)")
+        return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve,
+                              None, None, None, weights_bytes, tuple(w_items), (), None,
+                              tuple(notes), card.name if card else None, sheet.placement.gpus,
+                              plan.runs, plan.stored)
+    w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, phase_names)
+    notes += wnotes
+    items = list(w_items)
+    cc = tuple(card.compute_capability.value) if card and card.compute_capability.value else None
+    all_phases = phase_names
+    lower = weights_bytes
+    vsplit = None
+    if sheet.task != "inference":
+        reason = ("training memory (trainable parameters, gradients, optimizer states, "
+                  "activations) is not sized by this version: it is never counted as zero")
+        for name, ph in (("gradients", ("backward", "optimizer_step")),
+                         ("optimizer_states", ("optimizer_step",)),
+                         ("activations", ("forward", "backward", "validation"))):
+            items.append(Item(name, None, "estimated", ph, "R8/R12 training items",
+                              unknown_reason=reason))
+    elif facts is None:
+        reason = ("a bare parameter count has no architecture (layers, KV heads, head_dim): give "
+                  "model.id or model.path to size it")
+        items.append(Item("kv_cache", None, "estimated", ("prefill", "decode"), "R8",
+                          unknown_reason=reason))
+        items.append(Item("prefill_working", None, "estimated", ("prefill",), "R8",
+                          unknown_reason=reason))
+    else:
+        inf_items, kv_full, layout = _inference_items(sheet, facts, plan, share, card)
+        items += inf_items
+        lower = weights_bytes + kv_full
+        items.append(cublas_workspace_item(cc, ("prefill", "decode")))
+    items.append(cuda_context_item(all_phases))
+    items.append(nccl_item(share.gpus, all_phases))
+    items.append(allocator_slack_item(_weight_tensors(facts, share), all_phases))
+    item_tuple = tuple(items)
+    phases = phase_peaks(item_tuple, all_phases)
+    peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)
+    device_peak = (None if any(p.device_peak_bytes is None for p in phases)
+                   else max(p.device_peak_bytes for p in phases))
+    live = [it for it in item_tuple if it.phases]
+    envelope = None if any(it.bytes is None for it in live) else sum(it.bytes for it in live)
+    if inf is not None and inf.engine == "vllm" and facts is not None:
+        vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, item_tuple,
+                                     layout)
+        notes += vnotes
+        if vsplit is not None:
+            peak = vsplit.budget_bytes
+            device_peak = vsplit.budget_bytes
+    return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
+                          device_peak, envelope, lower, item_tuple, phases, vsplit, tuple(notes),
+                          card.name if card else None, share.gpus, plan.runs, plan.stored)
+
+
+def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
+    inf = sheet.inference
+    notes = []
+    if card is None:
+        notes.append("engine vllm without a card: vLLM's pool split (budget, KV blocks, maximum "
+                     "concurrency) needs --card")
+        return None, notes
+    b = DTYPE_BYTES[plan.compute_dtype]
+    rope = rotary_cache_bytes(facts, b)
+    act, act_text = profile_activation_bytes(facts, max_num_batched_tokens=inf.max_num_batched_tokens,
+                                             max_num_seqs=inf.max_num_seqs, dtype_bytes=b,
+                                             tp=share.tp)
+    non_torch = [it for it in items if it.non_torch and it.phases and it.name != "allocator_slack"]
+    unknown = [it.name for it in non_torch if it.bytes is None]
+    nt = sum(it.bytes for it in non_torch if it.bytes is not None)
+    cuda_total = card.cuda_total_bytes.value
+    if cuda_total:
+        total, src = int(cuda_total), f"CUDA-visible total from the card table ({card.cuda_total_bytes.source})"
+    else:
+        total = int(card.device_bytes.value)
+        src = ("nvidia-smi total from the card table (the CUDA-visible total, which vLLM uses, is "
+               "not known for this card and is usually a few hundred MiB lower)")
+    split = vllm_split(total_bytes=total, total_source=src, utilization=inf.gpu_memory_utilization,
+                       weights_bytes=weights_bytes + rope, activation_bytes=act,
+                       non_torch_bytes=nt, layout=layout, block_size=inf.block_size,
+                       tokens_per_sequence=inf.tokens_per_sequence)
+    notes.append(f"vLLM profile run: {act_text}; rotary cos/sin cache {rope} B")
+    if unknown:
+        notes.append("vLLM KV figures are upper bounds: non-PyTorch items of unknown size ("
+                     + ", ".join(unknown) + ") are not subtracted")
+    notes.append("CUDA graph capture memory is not in this split (vLLM versions differ on whether "
+                 "it is inside the budget): measure it, or run with enforce_eager")
+    return split, notes

@@ -1,0 +1,82 @@
+"""Per-GPU shares under the sheet's placement (every memory figure is per GPU).
+
+- ``single``: one GPU holds everything.
+- ``tensor-parallel``: weights split N ways (Megatron-LM, Shoeybi et al. 2019 §3: column/row
+  parallel linears, vocab-parallel embedding); KV heads split, replicated when N > kv_heads;
+  residual-stream activations are replicated.
+- ``device-map`` (accelerate ``infer_auto_device_map``, layer-wise): each GPU holds a contiguous
+  run of ceil(L/N) decoder layers; the heaviest GPU also holds the larger of the embedding and
+  lm_head. Two cards are not one memory space: this is a software placement to verify (R9).
+- ``ddp`` (inference replicas): a full copy per GPU serving ceil(concurrency / N) sequences.
+- ``zero2`` / ``fsdp`` shard training state and are refused for inference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..errors import SheetError
+from ..model.facts import ModelFacts
+
+__all__ = ["Share", "inference_share"]
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one GPU (the heaviest) holds.
+
+    Attributes:
+        gpus: GPUs of the placement.
+        strategy: placement strategy.
+        tp: tensor-parallel ranks (1 otherwise): divides heads and MLP widths.
+        weight_fraction: fraction of the model's weight bytes on the heaviest GPU.
+        layer_fraction: fraction of decoder layers (and their KV cache) on it.
+        sequences: sequences whose KV cache and activations live on it.
+        note: how the share was derived.
+    """
+
+    gpus: int
+    strategy: str
+    tp: int
+    weight_fraction: Fraction
+    layer_fraction: Fraction
+    sequences: int
+    note: str
+
+
+def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
+                    concurrency: int) -> Share:
+    """The heaviest GPU's share for inference.
+
+    Raises:
+        SheetError: a training-only strategy (zero2, fsdp) for inference.
+    """
+    one = Fraction(1)
+    if strategy == "single" or gpus == 1:
+        return Share(1, strategy, 1, one, one, concurrency, "one GPU holds everything")
+    if strategy in ("zero2", "fsdp"):
+        raise SheetError(f"'{strategy}' shards training state; for inference choose "
+                         "tensor-parallel, device-map or ddp", field="placement.strategy",
+                         value=strategy)
+    if strategy == "ddp":
+        seqs = -(-concurrency // gpus)
+        return Share(gpus, strategy, 1, one, one, seqs,
+                     f"a full replica per GPU serving ceil({concurrency}/{gpus}) = {seqs} sequences")
+    if strategy == "tensor-parallel":
+        return Share(gpus, strategy, gpus, Fraction(1, gpus), one, concurrency,
+                     f"weights and KV heads split {gpus} ways (norms replicated, negligible)")
+    # device-map: contiguous layer runs
+    if facts is None:
+        return Share(gpus, strategy, 1, Fraction(1, gpus), Fraction(1, gpus), concurrency,
+                     f"1/{gpus} of the weights per GPU (bare count: no layer structure)")
+    layers_here = -(-facts.num_layers // gpus)
+    layer_frac = Fraction(layers_here, facts.num_layers)
+    embed = facts.parameters_by_role("embedding")
+    head = facts.parameters_by_role("lm_head")
+    total = facts.total_parameters
+    body = total - embed - head
+    heaviest = layer_frac * body + max(embed, head)
+    return Share(gpus, strategy, 1, Fraction(heaviest) / total, layer_frac, concurrency,
+                 f"ceil({facts.num_layers}/{gpus}) = {layers_here} layers + the larger of "
+                 "embedding / lm_head on the heaviest GPU")

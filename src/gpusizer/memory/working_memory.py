@@ -1,0 +1,131 @@
+"""Inference working memory: the activations live at once inside one decoder layer, and the logits.
+
+Forward without gradients frees each layer's activations before the next layer runs, so the
+prefill working set is the largest set of tensors live at once in one layer, or the final hidden
+states plus the logits, whichever is larger. Tensor order follows transformers'
+``LlamaDecoderLayer`` / ``LlamaMLP`` / ``LlamaAttention`` (and vLLM's fused ``MergedColumnParallel``
+gate_up + ``SiluAndMul``, which keep the same live set):
+
+- attention step: residual ``h`` + normed input ``h`` + q, k, v, their RoPE copies (q, k) and the
+  attention output (q): ``T × (2h + 3·q + 3·kv)`` values, T = tokens in the forward;
+- eager attention adds the score matrix in the compute dtype, its fp32 softmax and the cast back:
+  ``batch × heads × S × S × (b + 4 + b)`` bytes (transformers ``eager_attention_forward``);
+  SDPA's flash / memory-efficient kernels and FlashAttention-2 keep no S × S matrix
+  (Dao et al. 2022, §3.1) — only a ``batch × heads × S`` fp32 log-sum-exp;
+- gated MLP step (SwiGLU/GeGLU): residual + input ``2h`` + act(gate), up and their product
+  ``3·I``; two-matrix MLP: ``2h + 2·I``;
+- MoE step with uniform top-k routing: residual + input + accumulator ``3h``, fp32 router logits
+  ``E`` per token, the tokens of one expert (T·k/E) through its MLP, and shared experts;
+- logits: ``logits: last`` keeps one position per sequence, cast to fp32 by ``generate`` and
+  processed once (``batch × V × (b + 4 + 4)``); ``all`` keeps ``batch × S × V`` in the compute
+  dtype (plain forward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.facts import ModelFacts
+
+__all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes"]
+
+
+@dataclass(frozen=True)
+class WorkingMemory:
+    """Working memory of one forward, bytes on one GPU.
+
+    Attributes:
+        layer_bytes: largest per-layer live set (without the S×S term).
+        scores_bytes: eager attention score matrices (0 for SDPA/flash kernels).
+        logits_bytes: logits and their fp32 copies.
+        total_bytes: max(layer + scores, final hidden + logits).
+        formula: the terms with this sheet's numbers.
+    """
+
+    layer_bytes: int
+    scores_bytes: int
+    logits_bytes: int
+    total_bytes: int
+    formula: str
+
+
+def attention_scores_bytes(*, batch: int, heads: int, q_tokens: int, kv_tokens: int,
+                           dtype_bytes: int, kernel: str) -> int:
+    """S × S attention matrices kept by eager attention: ``batch × heads × q × kv × (b + 4 + b)``
+    bytes (scores, fp32 softmax, cast back); 0 for flash / memory-efficient kernels."""
+    if kernel != "eager":
+        return 0
+    return batch * heads * q_tokens * kv_tokens * (dtype_bytes + 4 + dtype_bytes)
+
+
+def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_tokens: int,
+                          dtype_bytes: int, kernel: str, logits_positions: int,
+                          logits_fp32_copies: int = 2, tp: int = 1) -> WorkingMemory:
+    """Working memory of one forward of ``batch`` sequences of ``q_tokens`` new tokens attending
+    to ``kv_tokens`` cached tokens, on one GPU.
+
+    Args:
+        facts: the model.
+        batch: sequences in the forward.
+        q_tokens: new tokens per sequence (prompt at prefill, 1 at decode).
+        kv_tokens: tokens attended to (for the eager S × S term).
+        dtype_bytes: compute dtype bytes.
+        kernel: ``eager`` | ``sdpa`` | ``flash`` (the kernel that really runs on the card).
+        logits_positions: positions whose logits are materialized per sequence.
+        logits_fp32_copies: fp32 copies of the kept logits (generate: cast + processed scores).
+        tp: tensor-parallel ranks (heads and intermediate widths are split; h is not).
+
+    Returns:
+        A :class:`WorkingMemory`; all sizes in bytes.
+    """
+    b = dtype_bytes
+    t = batch * q_tokens
+    h = facts.hidden_size
+    heads = max(1, facts.num_attention_heads // tp)
+    if facts.mla is not None:
+        # MLA (transformers DeepseekV3Attention): q and its RoPE copy, latent c_KV, up-projected
+        # per-head K (and its RoPE part) and V, and the output (heads × v_head_dim).
+        m = facts.mla
+        qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        v = heads * m.v_head_dim
+        per_token = 2 * h + 2 * qk + (m.kv_lora_rank + m.qk_rope_head_dim) + 2 * qk + 2 * v
+        attn_text = (f"attention (MLA) T={t} × (2h + 4·heads·qk + latent + 2·heads·v) = "
+                     f"{t} × {per_token} × {b} B")
+    else:
+        q = heads * facts.head_dim
+        kv = max(1, facts.num_key_value_heads // tp) * facts.head_dim
+        per_token = 2 * h + 3 * q + 3 * kv
+        attn_text = f"attention T={t} × (2h + 3q + 3kv) = {t} × (2·{h} + 3·{q} + 3·{kv}) × {b} B"
+    attn = t * per_token * b
+    parts = [attn_text]
+    mlp = 0
+    if facts.intermediate_size:
+        width = facts.intermediate_size // tp
+        mult = 3 if facts.gated_mlp else 2
+        mlp = t * (2 * h + mult * width) * b
+        parts.append(f"MLP {t} × (2·{h} + {mult}·{width}) × {b} B")
+    moe = 0
+    if facts.moe is not None:
+        e = facts.moe
+        width = e.expert_intermediate_size // tp
+        mult = 3 if facts.gated_mlp else 2
+        per_expert_tokens = -(-t * e.experts_per_token // e.num_experts)
+        shared = t * mult * width * e.num_shared_experts
+        moe = (t * 3 * h * b + t * e.num_experts * 4
+               + per_expert_tokens * (h + mult * width) * b + shared * b)
+        parts.append(f"MoE {t} × 3·{h} × {b} B + router {t}×{e.num_experts}×4 B + one expert's "
+                     f"{per_expert_tokens} tokens × ({h} + {mult}·{width}) × {b} B"
+                     + (f" + shared {t}×{mult}·{width}×{e.num_shared_experts}×{b} B" if shared else ""))
+    layer = max(attn, mlp, moe)
+    scores = attention_scores_bytes(batch=batch, heads=heads, q_tokens=q_tokens,
+                                    kv_tokens=kv_tokens, dtype_bytes=b, kernel=kernel)
+    if scores:
+        parts.append(f"eager scores {batch}×{heads}×{q_tokens}×{kv_tokens}×({b}+4+{b}) B")
+    vocab = facts.vocab_size
+    logits = batch * logits_positions * vocab * b + batch * vocab * 4 * logits_fp32_copies
+    parts.append(f"logits {batch}×{logits_positions}×{vocab}×{b} B + {logits_fp32_copies} fp32 "
+                 f"copies {batch}×{vocab}×4 B")
+    tail = t * 2 * h * b + logits
+    total = max(layer + scores, tail)
+    return WorkingMemory(layer, scores, logits, total,
+                         "max(layer, final hidden + logits): " + "; ".join(parts))

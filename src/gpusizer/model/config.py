@@ -1,0 +1,100 @@
+"""config.json → ModelFacts: pick the family by ``model_type``, read it, record what was not used.
+
+Remote code is never executed: a config with ``auto_map`` is read by gpusizer's own family for
+its ``model_type`` (and says so), and an unknown ``model_type`` is an error even with ``auto_map``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import ModelError
+from .config_reader import ConfigReader
+from .facts import ModelFacts
+from .families import family_for
+from .stored_format import stored_format
+
+__all__ = ["KEYS_WITHOUT_MEMORY_EFFECT", "facts_from_config"]
+
+KEYS_WITHOUT_MEMORY_EFFECT: frozenset[str] = frozenset({
+    # Identity and bookkeeping.
+    "architectures", "_name_or_path", "transformers_version", "_commit_hash",
+    "model_type", "auto_map",  # model_type picks the family; auto_map is noted, never run
+    # Special token ids (the vocabulary size is vocab_size).
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
+    # Numerics that change no tensor shape.
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "initializer_range", "hidden_act",
+    "hidden_activation", "activation_function",
+    # Rotary position encoding: frequencies, not parameters; the context is max_position_embeddings
+    # (CONTRACT: original_max_position_embeddings is the pre-extension length).
+    "rope_theta", "rope_scaling", "rope_parameters", "rope_local_base_freq",
+    "partial_rotary_factor", "original_max_position_embeddings",
+    # Dropout (training-time masks only).
+    "attention_dropout", "hidden_dropout", "embd_pdrop", "resid_pdrop", "attn_pdrop",
+    # Runtime switches read by generate / the loss, not by the weights.
+    "use_cache", "output_attentions", "output_hidden_states", "return_dict",
+    "output_router_logits", "router_aux_loss_coef", "router_z_loss_coef", "pretraining_tp",
+    "task_specific_params", "_attn_implementation",
+    # Read by stored_format().
+    "torch_dtype", "dtype", "quantization_config",
+})
+"""config.json keys known not to change memory for any family; anything else a family does not
+read is recorded in ``ModelFacts.unrecognised_keys``. Family-specific lists live in each family
+module's ``IGNORED_KEYS``."""
+
+
+def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
+                      revision: str | None, source: str, source_detail: str,
+                      file: str | None = None) -> ModelFacts:
+    """Facts about a model from its parsed config.json.
+
+    Args:
+        config: the parsed config.json.
+        model_id: Hub id or folder path the config belongs to.
+        revision: commit sha, tag or branch the config describes.
+        source: ``path`` | ``registry`` | ``hub``.
+        source_detail: human text naming the file(s) and public source.
+        file: the file named in errors (default: ``source_detail``).
+
+    Returns:
+        ModelFacts with parameter groups counted as transformers instantiates them; stored bytes
+        are not read here (see ``safetensors_headers``).
+
+    Raises:
+        ModelError: not a JSON object, ``model_type`` missing, or a required key missing or
+            mistyped (the error names the key and the file).
+        UnknownArchitectureError: no family counts this ``model_type``.
+    """
+    where = file or source_detail
+    if not isinstance(config, Mapping):
+        raise ModelError(f"expected a JSON object, got {type(config).__name__}", file=where)
+    if config.get("model_type") is None:
+        raise ModelError("missing required key: it names the architecture (llama, qwen2…)",
+                         field="model_type", file=where)
+    auto_map = config.get("auto_map") is not None
+    family = family_for(config["model_type"], file=where, has_auto_map=auto_map)
+    reader = ConfigReader(config, file=where)
+    arch = family.describe(reader)
+    dtype, fmt, fmt_note = stored_format(config, file=where)
+    skipped = KEYS_WITHOUT_MEMORY_EFFECT | family.IGNORED_KEYS | reader.used
+    unrecognised = tuple(sorted(k for k in config if k not in skipped))
+    notes = list(arch.notes)
+    if auto_map:
+        notes.append(f"config.json has auto_map; counted by gpusizer's {config['model_type']} "
+                     "family, remote code not executed")
+    if fmt_note:
+        notes.append(fmt_note)
+    detail = "; ".join([source_detail, *notes])
+    quant = config.get("quantization_config")
+    return ModelFacts(
+        model_id=model_id, revision=revision, source=source, source_detail=detail,
+        architecture=str(config["model_type"]), hidden_size=arch.hidden_size,
+        num_layers=arch.num_layers, num_attention_heads=arch.num_attention_heads,
+        num_key_value_heads=arch.num_key_value_heads, head_dim=arch.head_dim,
+        vocab_size=arch.vocab_size, intermediate_size=arch.intermediate_size,
+        gated_mlp=arch.gated_mlp, context_window_tokens=arch.context_window_tokens,
+        tie_word_embeddings=arch.tie_word_embeddings, layer_types=arch.layer_types,
+        sliding_window=arch.sliding_window, params=arch.params, mla=arch.mla, moe=arch.moe,
+        stored_dtype=dtype, stored_format=fmt,
+        quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
+        unrecognised_keys=unrecognised)

@@ -1,0 +1,57 @@
+"""One module per config.json ``model_type``, registered in :data:`FAMILIES`.
+
+Every family module exposes the same two names:
+
+- ``IGNORED_KEYS``: config keys of that family known not to change memory (documented);
+- ``describe(cfg: ConfigReader) -> Architecture``: shapes, attention layout and parameter groups.
+
+See ``README.md`` in this folder to add a family.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ...errors import UnknownArchitectureError
+from . import (deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, gpt2, gpt_oss, llama,
+               mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe)
+
+__all__ = ["FAMILIES", "family_for"]
+
+FAMILIES: dict[str, ModuleType] = {
+    "llama": llama,
+    "mistral": mistral,
+    "mixtral": mixtral,
+    "qwen2": qwen2,
+    "qwen3": qwen3,
+    "qwen3_moe": qwen3_moe,
+    "gemma": gemma,
+    "gemma2": gemma2,
+    "gemma3_text": gemma3_text,
+    "phi3": phi3,
+    "falcon": falcon,
+    "gpt2": gpt2,
+    "deepseek_v2": deepseek_v2,
+    "deepseek_v3": deepseek_v3,
+    "gpt_oss": gpt_oss,
+}
+"""config.json ``model_type`` → family module."""
+
+
+def family_for(model_type: object, *, file: str, has_auto_map: bool = False) -> ModuleType:
+    """The family module for ``model_type``.
+
+    Raises:
+        UnknownArchitectureError: no family counts this ``model_type`` (remote code in
+            ``auto_map`` is never executed, so it does not help).
+    """
+    module = FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if module is not None:
+        return module
+    hint = (" config.json has auto_map, but gpusizer never runs remote code;" if has_auto_map
+            else "")
+    raise UnknownArchitectureError(
+        f"unknown model_type {model_type!r}:{hint} gpusizer counts parameters for "
+        f"{', '.join(sorted(FAMILIES))}. Give model.parameters (a bare count) instead, or add a "
+        "family (src/gpusizer/model/families/README.md)",
+        field="model_type", value=model_type, file=file)

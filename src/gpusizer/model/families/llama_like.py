@@ -1,0 +1,139 @@
+"""The Llama-shaped decoder shared by most families: RMSNorm, RoPE, q/k/v/o attention, gated MLP.
+
+A family module states how it departs from Llama in a :class:`LlamaStyle` (biases, q/k norms,
+norms per layer, fused projections, default tying, which layers slide, the MoE block) and calls
+:func:`describe_llama_like`. Source of the common shape: transformers
+``models/llama/modeling_llama.py`` (``LlamaAttention``, ``LlamaMLP``, ``LlamaDecoderLayer``,
+``LlamaModel``: embed_tokens, layers, final norm; ``LlamaForCausalLM``: lm_head).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..architecture import Architecture
+from ..config_reader import ConfigReader
+from ..facts import MoeDims
+from .decoder import DecoderShapes, Experts, gqa_attention, mlp, param_groups
+
+__all__ = ["Dims", "MoeBlock", "LlamaStyle", "read_dims", "describe_llama_like"]
+
+BiasRule = Literal["never", "always", "attention_bias"]
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The core widths every family reads (elements)."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+
+
+@dataclass(frozen=True)
+class MoeBlock:
+    """A family's MoE block: the experts, which layers carry it, and the facts for ModelFacts."""
+
+    experts: Experts
+    is_moe: tuple[bool, ...]
+    dims: MoeDims
+
+
+@dataclass(frozen=True)
+class LlamaStyle:
+    """How a family departs from Llama.
+
+    Attributes:
+        tie_default: ``tie_word_embeddings`` when config.json omits it (the config class default).
+        qkv_bias / o_bias: "never", "always", or "attention_bias" (read that key).
+        attention_bias_default: ``attention_bias`` when absent (false; gpt-oss: true).
+        mlp_bias: read ``mlp_bias`` (Llama only).
+        qk_norm: per-head RMSNorm on q and k (Qwen3, Gemma 3): 2 × head_dim per layer.
+        norms_per_layer: hidden-wide RMSNorms per layer (2; Gemma 2/3 have 4).
+        fused: Phi-3's fused ``qkv_proj`` and ``gate_up_proj``.
+        sinks: one learned attention-sink logit per query head and layer (gpt-oss).
+        head_dim_default: ``head_dim`` when absent (None: hidden_size / num_attention_heads).
+        layers: the ``layer_types`` rule, from :mod:`.layer_pattern`.
+        moe: reads the MoE block, or None for a dense model.
+    """
+
+    layers: Callable[[ConfigReader, int], tuple[tuple[str, ...], int | None]]
+    tie_default: bool = False
+    qkv_bias: BiasRule = "never"
+    o_bias: BiasRule = "never"
+    attention_bias_default: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    fused: bool = False
+    sinks: bool = False
+    head_dim_default: int | None = None
+    moe: Callable[[ConfigReader, Dims], MoeBlock] | None = None
+
+
+def read_dims(cfg: ConfigReader, *, head_dim_default: int | None = None) -> Dims:
+    """hidden_size, num_hidden_layers, num_attention_heads, vocab_size (required);
+    num_key_value_heads (default: num_attention_heads, i.e. MHA); head_dim (default
+    ``head_dim_default`` or hidden_size / num_attention_heads, which must then divide exactly).
+
+    Raises:
+        ModelError: a required key is missing, or the head width cannot be derived.
+    """
+    hidden = cfg.require_int("hidden_size")
+    heads = cfg.require_int("num_attention_heads")
+    dims = dict(hidden_size=hidden, num_layers=cfg.require_int("num_hidden_layers"),
+                num_heads=heads, num_kv_heads=cfg.optional_int("num_key_value_heads", heads),
+                vocab_size=cfg.require_int("vocab_size"))
+    head_dim = cfg.optional_int("head_dim", 0, minimum=1) or head_dim_default
+    if head_dim is None:
+        if hidden % heads:
+            raise cfg.error("head_dim", f"absent and hidden_size {hidden} is not a multiple of "
+                            f"num_attention_heads {heads}")
+        head_dim = hidden // heads
+    return Dims(head_dim=head_dim, **dims)
+
+
+def _bias(cfg: ConfigReader, rule: BiasRule, default: bool) -> bool:
+    if rule == "attention_bias":
+        return cfg.flag("attention_bias", default)
+    return rule == "always"
+
+
+def describe_llama_like(cfg: ConfigReader, style: LlamaStyle) -> Architecture:
+    """Architecture of a Llama-shaped model under ``style``.
+
+    Raises:
+        ModelError: a required key is missing or has the wrong type.
+    """
+    d = read_dims(cfg, head_dim_default=style.head_dim_default)
+    default = style.attention_bias_default
+    attention = gqa_attention(d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim,
+                              qkv_bias=_bias(cfg, style.qkv_bias, default),
+                              o_bias=_bias(cfg, style.o_bias, default), fused_qkv=style.fused)
+    mlp_bias = cfg.flag("mlp_bias", False) if style.mlp_bias else False
+    intermediate = cfg.require_int("intermediate_size")
+    block = style.moe(cfg, d) if style.moe else None
+    moe_layers = sum(block.is_moe) if block else 0
+    dense_mlp = mlp(d.hidden_size, intermediate, gated=True, bias=mlp_bias,
+                    fused_gate_up=style.fused)
+    layer_types, window = style.layers(cfg, d.num_layers)
+    tie = cfg.flag("tie_word_embeddings", style.tie_default)
+    shapes = DecoderShapes(
+        hidden_size=d.hidden_size, vocab_size=d.vocab_size, num_layers=d.num_layers,
+        attention=attention, layer_norm_elements=style.norms_per_layer * d.hidden_size,
+        attention_norm_elements=2 * d.head_dim if style.qk_norm else 0,
+        attention_sink_elements=d.num_heads if style.sinks else 0,
+        final_norm_elements=d.hidden_size, tie_word_embeddings=tie,
+        dense_mlp=dense_mlp, experts=block.experts if block else None, moe_layers=moe_layers)
+    return Architecture(
+        hidden_size=d.hidden_size, num_layers=d.num_layers, num_attention_heads=d.num_heads,
+        num_key_value_heads=d.num_kv_heads, head_dim=d.head_dim, vocab_size=d.vocab_size,
+        intermediate_size=intermediate if moe_layers < d.num_layers else 0, gated_mlp=True,
+        tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
+        context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
+        params=param_groups(shapes), moe=block.dims if block else None)

@@ -1,0 +1,227 @@
+"""The main job, stage by stage: sheet → model facts → memory → evidence → decision.
+
+The CLI calls one function here per command (``estimate``, ``plan``, ``fit``); the report stage
+renders what they return. No torch import anywhere on this path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .catalog.types import Card, Offer
+from .decision.criteria import CRITERIA, Criterion, OfferContext, budget
+from .decision.verdict import OfferDecision, rank_offers
+from .errors import SheetError
+from .evidence import EvidenceSet, load_evidence
+from .memory.estimate import estimate_memory
+from .memory.items import MemoryEstimate
+from .memory.weights import dense_bytes, weight_breakdown
+from .model.facts import ModelFacts
+from .sheet import Sheet, sheet_sha256
+
+__all__ = ["resolve_facts", "EstimateResult", "run_estimate", "PlanResult", "run_plan",
+           "required_dimensions", "checkpoint_bytes"]
+
+
+def resolve_facts(sheet: Sheet) -> ModelFacts | None:
+    """The model's facts (None for a bare ``model.parameters`` count).
+
+    Raises:
+        ModelError, UnknownArchitectureError, HubError: see ``model.resolve``.
+    """
+    m = sheet.model
+    if m.parameters is not None:
+        return None
+    from .model.resolve import resolve_model
+    return resolve_model(model_id=m.id, revision=m.revision, path=m.path,
+                         trust_remote_code=m.trust_remote_code)
+
+
+def required_dimensions(sheet: Sheet) -> dict[str, int]:
+    """The dimensions a run must execute to cover the workload (R1, R9)."""
+    if sheet.inference is not None:
+        i = sheet.inference
+        return {"prompt_tokens": i.prompt_tokens, "new_tokens": i.new_tokens,
+                "concurrency": i.concurrency}
+    if sheet.training is not None:
+        t = sheet.training
+        return {"sequence_length": t.sequence_length, "microbatch": t.microbatch}
+    return {}
+
+
+def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None, str]:
+    """Bytes of the weights on disk, with how they were obtained.
+
+    Exact from safetensors headers / index when read; otherwise the stored format's arithmetic
+    (``weights.weight_breakdown``); for a bare count, the dense volume in the sheet's format.
+    """
+    if facts is None:
+        p = sheet.model.parameters
+        return (dense_bytes(p, sheet.weights), f"dense volume {p} × {sheet.weights}") if p else \
+            (None, "unknown")
+    if facts.stored_bytes is not None:
+        return facts.stored_bytes, facts.stored_bytes_source or "safetensors headers"
+    fmt = facts.stored_format
+    if fmt is None:
+        return None, "the stored format is unknown"
+    bd = weight_breakdown(facts, fmt, compute_dtype="bf16",
+                          group_size=sheet.quantization.group_size,
+                          double_quant=sheet.quantization.double_quant)
+    return bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
+
+
+@dataclass
+class EstimateResult:
+    """``gpusizer estimate``: the memory of one sheet, optionally against one card."""
+
+    sheet: Sheet
+    facts: ModelFacts | None
+    estimate: MemoryEstimate
+    card: Card | None
+    fit: Criterion | None = None
+
+
+def run_estimate(sheet: Sheet, *, card: Card | None = None) -> EstimateResult:
+    """Estimate memory (and, with a card, the fit against it)."""
+    facts = resolve_facts(sheet)
+    est = estimate_memory(sheet, facts, card=card)
+    fit = None
+    if card is not None:
+        from .decision.criteria import memory
+        offer = Offer(id="--card", provider="(none)", card=card.name, cards=sheet.placement.gpus,
+                      days=None, total_usd=None)
+        ctx = OfferContext(sheet, facts, offer, card, est, EvidenceSet((), ()), None, None, None,
+                           required=required_dimensions(sheet))
+        fit = memory(ctx)
+    return EstimateResult(sheet, facts, est, card, fit)
+
+
+@dataclass
+class PlanResult:
+    """``gpusizer plan``: memory, every offer classified, and what could invalidate it."""
+
+    sheet: Sheet
+    sheet_sha256: str
+    facts: ModelFacts | None
+    estimate: MemoryEstimate
+    decisions: list[OfferDecision]
+    catalogs: list
+    evidence: EvidenceSet
+    checkpoint_bytes: int | None
+    checkpoint_source: str
+    invalidators: list[str] = field(default_factory=list)
+    discrepancies: list = field(default_factory=list)
+    version: str = __version__
+
+
+def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
+    from .catalog.cards import resolve_offer_card
+    match = resolve_offer_card(offer)
+    return match.card, (None if match.card else match.reason)
+
+
+def _double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
+    inf = sheet.inference
+    if inf is None or facts is None:
+        if sheet.training is not None:
+            return (f"twice the training length ({2 * sheet.training.sequence_length} tokens) "
+                    "raises activations: not sized by this version")
+        return None
+    doubled = sheet.model_copy(update={"inference": inf.model_copy(update={
+        "prompt_tokens": 2 * inf.prompt_tokens, "new_tokens": 2 * inf.new_tokens})})
+    try:
+        est = estimate_memory(doubled, facts)
+    except SheetError as exc:
+        return f"twice the length ({2 * inf.tokens_per_sequence} tokens) is impossible: {exc.reason}"
+    from .units import fmt_bytes
+    return (f"twice the length ({2 * inf.tokens_per_sequence} tokens per sequence): estimated "
+            f"device peak {fmt_bytes(est.device_peak_bytes)} per GPU (KV cache "
+            f"{fmt_bytes(est.item('kv_cache').bytes)})")
+
+
+def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
+             today: dt.date | None = None) -> PlanResult:
+    """The main job: memory items and phases, every offer classified on six criteria, ranked.
+
+    Args:
+        sheet: the validated sheet.
+        catalogs: catalog files (YAML, CSV, SkyPilot vms.csv); None → the bundled seed catalog.
+        evidence_dir: a folder of evidence ``*.json``.
+        today: the date schedules are checked from (default: today).
+
+    Raises:
+        SheetError, ModelError, CatalogError, EvidenceError, HubError.
+    """
+    from .catalog.offers import load_catalogs, load_default_catalog, offer_total_usd
+    facts = resolve_facts(sheet)
+    est = estimate_memory(sheet, facts)
+    sha = sheet_sha256(sheet)
+    days = sheet.budget.days if sheet.budget else None
+    if catalogs:
+        offers, files = load_catalogs(list(catalogs), days=days)
+    else:
+        offers, files = load_default_catalog()
+    evidence = load_evidence(evidence_dir, sheet_sha256=sha)
+    ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
+    required = required_dimensions(sheet)
+    per_card: dict[str, MemoryEstimate] = {}
+    decisions = []
+    for offer in offers:
+        card, note = _card_of(offer)
+        card_est = None
+        if card is not None:
+            if card.name not in per_card:
+                per_card[card.name] = estimate_memory(sheet, facts, card=card)
+            card_est = per_card[card.name]
+        offer_days = offer.days if offer.days is not None else days
+        total = offer_total_usd(offer, offer_days)
+        ctx = OfferContext(sheet, facts, offer, card, card_est, evidence, total, offer_days, ckpt,
+                           note, required)
+        crit = {}
+        for name, fn in CRITERIA.items():
+            crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
+        decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
+                                       card_note=note))
+    rank_offers(decisions)
+    inval = _invalidators(sheet, facts, est, decisions)
+    discrepancies = [d for f in files for d in getattr(f, "discrepancies", ())]
+    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
+                      discrepancies)
+
+
+def _invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
+                  decisions: list[OfferDecision]) -> list[str]:
+    """What could invalidate the conclusion (R15), computed from the sheet."""
+    out = []
+    dl = _double_length(sheet, facts)
+    if dl:
+        out.append(dl)
+    unknown = [it for it in est.items if it.bytes is None and it.phases]
+    for it in unknown:
+        out.append(f"item {it.name} has unknown size: {it.unknown_reason}")
+    declared = [it.name for it in est.items if it.provenance == "declared" and it.bytes]
+    if declared:
+        out.append("declared (not measured) items: " + ", ".join(declared))
+    seen = set()
+    for d in decisions:
+        c = d.card
+        if c is None:
+            if d.card_note and d.offer.card not in seen:
+                seen.add(d.offer.card)
+                out.append(f"card {d.offer.card!r}: {d.card_note}")
+            continue
+        if c.name in seen:
+            continue
+        seen.add(c.name)
+        for label, fact in (("device bytes", c.device_bytes), ("compute capability",
+                                                                c.compute_capability)):
+            if fact.status != "confirmed":
+                out.append(f"{c.name} {label} still to confirm ({fact.source})")
+    if sheet.quality is not None:
+        out.append(f"quality judged on {sheet.quality.corpus} with {sheet.quality.metric}: "
+                   "another evaluation may change the conclusion")
+    out.extend(n for n in est.notes if n.startswith("bare parameter count"))
+    return out

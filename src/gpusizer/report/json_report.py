@@ -1,0 +1,138 @@
+"""The JSON document of CONTRACT.md ("JSON output"): the single source every renderer reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import __version__
+from ..memory.items import Item, MemoryEstimate, Phase, VllmSplit
+from ..model.facts import ModelFacts
+from ..pipeline import EstimateResult, PlanResult
+from ..sheet import Sheet
+
+__all__ = ["memory_dict", "model_dict", "estimate_document", "plan_document", "dumps"]
+
+REGISTRY_NOTE = "gpusizer bundled registry (src/gpusizer/data/registry), version " + __version__
+
+
+def _item(it: Item) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": it.name, "bytes": it.bytes, "provenance": it.provenance,
+                         "phases": list(it.phases), "source": it.source, "formula": it.formula,
+                         "non_torch": it.non_torch}
+    if it.bytes is None:
+        d["unknown_reason"] = it.unknown_reason
+    if it.phase_bytes:
+        d["phase_bytes"] = dict(it.phase_bytes)
+    return d
+
+
+def _phase(p: Phase) -> dict[str, Any]:
+    return {"name": p.name, "peak_bytes": p.peak_bytes, "device_peak_bytes": p.device_peak_bytes,
+            "known_bytes": p.known_bytes, "items": list(p.items),
+            "unknown_items": list(p.unknown_items)}
+
+
+def _vllm(v: VllmSplit | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"budget_bytes": v.budget_bytes, "kv_cache_bytes": v.kv_cache_bytes,
+            "kv_tokens": v.kv_tokens, "max_concurrency": v.max_concurrency,
+            "total_bytes": v.total_bytes, "total_source": v.total_source,
+            "weights_bytes": v.weights_bytes, "activation_bytes": v.activation_bytes,
+            "non_torch_bytes": v.non_torch_bytes, "block_bytes": v.block_bytes,
+            "kv_blocks": v.kv_blocks, "starts": v.starts}
+
+
+def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
+    """The ``memory`` object: every figure per GPU under the placement."""
+    return {
+        "per_gpu": True, "gpus": est.gpus, "card": est.card,
+        "weights_format": est.weights_format, "stored_format": est.stored_format,
+        "weights_bytes": est.weights_bytes, "reserve_bytes": est.reserve_bytes,
+        "envelope_bytes": est.envelope_bytes, "peak_bytes": est.peak_bytes,
+        "device_peak_bytes": est.device_peak_bytes,
+        "conservative_envelope_bytes": est.conservative_envelope_bytes,
+        "lower_bound_bytes": est.lower_bound_bytes,
+        "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
+        "vllm": _vllm(est.vllm), "notes": list(est.notes),
+    }
+
+
+def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int = 0) -> dict[str, Any]:
+    """The ``model`` object."""
+    if facts is None:
+        return {"id": None, "revision": sheet.model.revision, "parameters": sheet.model.parameters,
+                "trainable_parameters": trainable, "architecture": None,
+                "context_window_tokens": None, "source": "parameters",
+                "source_detail": "bare parameter count from the sheet (the seed's calculator)"}
+    return {"id": facts.model_id, "revision": facts.revision, "parameters": facts.total_parameters,
+            "trainable_parameters": trainable, "architecture": facts.architecture,
+            "context_window_tokens": facts.context_window_tokens, "source": facts.source,
+            "source_detail": facts.source_detail, "stored_format": facts.stored_format,
+            "stored_bytes": facts.stored_bytes,
+            "parameters_by_component": {g.name: g.count for g in facts.params},
+            "unrecognised_keys": list(facts.unrecognised_keys)}
+
+
+def _trainable(sheet: Sheet, facts: ModelFacts | None) -> int:
+    if sheet.task == "full":
+        return facts.total_parameters if facts else (sheet.model.parameters or 0)
+    return 0
+
+
+def estimate_document(r: EstimateResult) -> dict[str, Any]:
+    """``gpusizer estimate --format json``."""
+    doc = {"gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+           "sheet": r.sheet.model_dump(mode="json"),
+           "model": model_dict(r.sheet, r.facts, _trainable(r.sheet, r.facts)),
+           "card": r.card.name if r.card else None,
+           "memory": memory_dict(r.estimate), "offers": []}
+    if r.fit is not None:
+        doc["fit"] = {"state": r.fit.state, "reason": r.fit.reason, "condition": r.fit.condition,
+                      "device_bytes": r.card.device_bytes.value}
+    return doc
+
+
+def plan_document(r: PlanResult) -> dict[str, Any]:
+    """``gpusizer plan --format json`` (CONTRACT.md)."""
+    offers = []
+    for d in r.decisions:
+        o = d.offer
+        offers.append({
+            "id": o.id, "provider": o.provider, "card": o.card,
+            "canonical_card": d.card.name if d.card else None, "cards": o.cards,
+            "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
+            "device_bytes": d.card.device_bytes.value if d.card else None,
+            "spot": o.spot, "card_note": d.card_note,
+            "vllm": _vllm(d.estimate.vllm) if d.estimate else None,
+            "memory": ({"peak_bytes": d.estimate.peak_bytes,
+                        "device_peak_bytes": d.estimate.device_peak_bytes,
+                        "lower_bound_bytes": d.estimate.lower_bound_bytes,
+                        "weights_format": d.estimate.weights_format,
+                        "notes": list(d.estimate.notes)} if d.estimate else None),
+            "criteria": {k: {"state": c.state, "reason": c.reason, "condition": c.condition,
+                             "evidence": list(c.evidence)} for k, c in d.criteria.items()},
+            "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
+        })
+    return {
+        "gpusizer": {"version": r.version,
+                     "catalogs": [{"file": f.path, "sha256": f.sha256} for f in r.catalogs],
+                     "registry": REGISTRY_NOTE},
+        "sheet": r.sheet.model_dump(mode="json"), "sheet_sha256": r.sheet_sha256,
+        "model": model_dict(r.sheet, r.facts, _trainable(r.sheet, r.facts)),
+        "card": None, "memory": memory_dict(r.estimate), "offers": offers,
+        "checkpoint": {"bytes": r.checkpoint_bytes, "source": r.checkpoint_source},
+        "invalidators": r.invalidators,
+        "evidence": {"used": [d.citation() for d in r.evidence.docs],
+                     "ignored": [{"file": f, "reason": why} for f, why in r.evidence.ignored]},
+        "catalog_discrepancies": [
+            {"offer_id": x.offer_id, "card": x.card, "catalog_bytes": x.catalog_bytes,
+             "card_bytes": x.card_bytes, "relative_difference": round(x.relative_difference, 4)}
+            for x in r.discrepancies],
+    }
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Pretty JSON text."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,162 @@
+"""The sizing sheet's sections as plain rows (title, header, rows) built from the JSON document.
+
+Markdown, HTML and the terminal table all render these rows, so a figure is computed once (in the
+JSON document) and printed the same everywhere. Column names carry unit and scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..units import fmt_bytes, fmt_gb, fmt_gib
+
+__all__ = ["Section", "header_lines", "memory_sections", "offer_sections", "STATE_TEXT"]
+
+STATE_TEXT = {"acceptable": "acceptable", "to_confirm": "to confirm", "exclude": "exclude"}
+CRITERIA = ("workload", "compatibility", "memory", "quality", "distribution", "budget")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled table (``header`` + ``rows``) and free lines below it."""
+
+    title: str
+    header: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    lines: tuple[str, ...] = ()
+
+
+def _b(n: int | None) -> str:
+    return "unknown" if n is None else str(n)
+
+
+def header_lines(doc: dict[str, Any]) -> list[str]:
+    """Model and revision, task, precision, lengths, concurrency or microbatch (R15)."""
+    s, m, mem = doc["sheet"], doc["model"], doc["memory"]
+    name = m.get("id") or s["model"].get("path") or f"{m['parameters']} parameters (bare count)"
+    lines = [f"Model: {name} @ {m.get('revision') or s['model']['revision']}"
+             + (f" ({m['architecture']}, {m['parameters']} parameters, source: {m['source']})"
+                if m.get("architecture") else ""),
+             f"Task: {s['task']}; weights: {s['weights']} (runs as {mem['weights_format']}"
+             + (f", stored {mem['stored_format']}" if mem.get("stored_format") else "") + ")"]
+    if s.get("inference"):
+        i = s["inference"]
+        lines.append(f"Lengths: prompt {i['prompt_tokens']} + new {i['new_tokens']} tokens per "
+                     f"sequence; concurrency {i['concurrency']} sequences; engine {i['engine']}; "
+                     f"KV cache {i['kv_cache_dtype']}, {i['cache']}; attention {s['attention']}")
+    if s.get("training"):
+        t = s["training"]
+        lines.append(f"Training: sequence {t['sequence_length']} tokens; microbatch "
+                     f"{t['microbatch']}; gradient accumulation {t['gradient_accumulation']}; "
+                     f"gradient checkpointing {t['gradient_checkpointing']}")
+    p = s["placement"]
+    lines.append(f"Placement: {p['gpus']} GPU(s), {p['strategy']} — every memory figure is per GPU")
+    lines.append(f"Reserve (declared by the user, never added to a peak): "
+                 f"{fmt_bytes(s['reserve'])}; margin: {s['margin']}")
+    return lines
+
+
+def memory_sections(doc: dict[str, Any]) -> list[Section]:
+    """Summary, items, phases, vLLM split, notes."""
+    mem = doc["memory"]
+    unit = "GiB per GPU"
+    summary = [
+        ("weights only", mem["weights_bytes"]),
+        ("indicative envelope (weights + reserve)", mem["envelope_bytes"]),
+        ("peak, allocated (predicts max_memory_allocated)", mem["peak_bytes"]),
+        ("device peak (peak + non-PyTorch; predicts nvidia-smi)", mem["device_peak_bytes"]),
+        ("conservative envelope (sum of item maxima; not a peak)",
+         mem["conservative_envelope_bytes"]),
+        ("certain lower bound (weights + KV cache)", mem["lower_bound_bytes"]),
+    ]
+    out = [Section("Memory per GPU", ("figure", f"size ({unit})", "size (GB per GPU)", "bytes"),
+                   tuple((k, fmt_gib(v), fmt_gb(v), _b(v)) for k, v in summary))]
+    items = tuple((i["name"], _b(i["bytes"]), fmt_gib(i["bytes"]), i["provenance"],
+                   ", ".join(i["phases"]) or "not live",
+                   ("outside PyTorch; " if i["non_torch"] else "")
+                   + (i["formula"] or i.get("unknown_reason") or "")
+                   + (f" — unknown: {i['unknown_reason']}" if i["bytes"] is None else "")
+                   + f" [source: {i['source']}]")
+                  for i in mem["items"])
+    out.append(Section("Items", ("item", "bytes (per GPU)", f"size ({unit})", "provenance",
+                                 "live in phases", "formula and source"), items))
+    if mem["phases"]:
+        out.append(Section("Phase peaks", ("phase", f"peak allocated ({unit})",
+                                           f"device peak ({unit})", "live items"),
+                           tuple((p["name"], fmt_gib(p["peak_bytes"]),
+                                  fmt_gib(p["device_peak_bytes"]),
+                                  ", ".join(p["items"])) for p in mem["phases"])))
+    v = mem.get("vllm")
+    if v:
+        out.append(Section("vLLM pool (per GPU)", ("figure", "value"), (
+            ("device total used", f"{fmt_gib(v['total_bytes'])} GiB ({v['total_source']})"),
+            ("budget = total × gpu_memory_utilization", f"{fmt_gib(v['budget_bytes'])} GiB"),
+            ("weights (incl. rotary cache)", f"{fmt_gib(v['weights_bytes'])} GiB"),
+            ("profile-run activation peak", f"{fmt_gib(v['activation_bytes'])} GiB"),
+            ("non-PyTorch (known)", f"{fmt_gib(v['non_torch_bytes'])} GiB"),
+            ("KV cache", f"{fmt_gib(v['kv_cache_bytes'])} GiB ({_b(v['kv_cache_bytes'])} B)"),
+            ("KV blocks / tokens", f"{v['kv_blocks']} blocks / {v['kv_tokens']} tokens"),
+            ("maximum concurrency at the required length", f"{v['max_concurrency']}x"),
+            ("vLLM starts", str(v["starts"])))))
+    if doc.get("fit"):
+        f = doc["fit"]
+        out.append(Section("Fit against the card", lines=(
+            f"memory: {STATE_TEXT[f['state']]} — {f['reason']}",
+            *( [f"condition: {f['condition']}"] if f.get("condition") else []))))
+    if mem["notes"]:
+        out.append(Section("Rules applied and what lies outside the calculation",
+                           lines=tuple(mem["notes"])))
+    return out
+
+
+def offer_sections(doc: dict[str, Any]) -> list[Section]:
+    """Offers with their six states, conditions, and what could invalidate the conclusion."""
+    rows = []
+    for o in doc["offers"]:
+        rank = (str(o["rank"]) if o["rank"] is not None else
+                (f"provisional {o['provisional_rank']}" if o["provisional_rank"] else "-"))
+        rows.append((o["id"], o["card"], o["canonical_card"] or "unknown", str(o["cards"]),
+                     "unknown" if o["days"] is None else f"{o['days']:g}",
+                     "unknown" if o["total_usd"] is None else f"{o['total_usd']:.2f}",
+                     fmt_gib(o["device_bytes"]), o["verdict"], rank,
+                     *(STATE_TEXT[o["criteria"][c]["state"]] for c in CRITERIA)))
+    out = [Section("Offers", ("offer", "card (catalog)", "card (canonical)", "cards in lot",
+                              "days", "total USD (lot, days)", "device memory (GiB per card)",
+                              "verdict", "rank", *CRITERIA), tuple(rows),
+                   ("A provisional rank orders conditional offers by estimated margin, then cost; "
+                    "it is not a selection. Prices say nothing about speed.",))]
+    lines = []
+    for o in doc["offers"]:
+        for c in CRITERIA:
+            cr = o["criteria"][c]
+            ev = "; ".join(f"{e['document']} ({e['version']}; {e['scope']})" for e in cr["evidence"])
+            text = f"{o['id']} · {c}: {STATE_TEXT[cr['state']]} — {cr['reason']}"
+            if cr["condition"]:
+                text += f" · to confirm: {cr['condition']}"
+            if ev:
+                text += f" · evidence: {ev}"
+            lines.append(text)
+    out.append(Section("Criteria, conditions and evidence", lines=tuple(lines)))
+    inval = list(doc.get("invalidators", []))
+    out.append(Section("What could invalidate this conclusion", lines=tuple(inval) or ("none",)))
+    ev = doc.get("evidence", {})
+    used = ev.get("used", [])
+    meas = [f"{e['document']} ({e['version']}; {e['scope']})" for e in used]
+    meas += [f"ignored {x['file']}: {x['reason']}" for x in ev.get("ignored", [])]
+    out.append(Section("Measurement conditions", lines=tuple(meas) or (
+        "no measurement: every figure above is estimated or declared, not measured",)))
+    disc = doc.get("catalog_discrepancies", [])
+    if disc:
+        out.append(Section("Catalog memory claims that disagree with the card table "
+                           "(the card table's device bytes are used)",
+                           ("offer", "card", "catalog claim (bytes)", "card table (bytes)",
+                            "difference (%)"),
+                           tuple((x["offer_id"], x["card"], str(x["catalog_bytes"]),
+                                  str(x["card_bytes"]), f"{100 * x['relative_difference']:+.1f}")
+                                 for x in disc)))
+    cats = doc["gpusizer"]["catalogs"]
+    out.append(Section("Provenance", lines=(
+        f"gpusizer {doc['gpusizer']['version']}; sheet sha256 {doc.get('sheet_sha256', '-')}",
+        *(f"catalog {c['file']} sha256 {c['sha256']}" for c in cats))))
+    return out

@@ -1,0 +1,336 @@
+"""The workload sheet (R1): YAML → validated, typed :class:`Sheet`.
+
+Keys and defaults follow ``CONTRACT.md`` ("The workload sheet"). Unknown keys are errors, so a typo
+never falls back to a default. Memory sizes are strings with a unit (``"6 GiB"``) and become integer
+bytes; a bare number is refused. Every error names the field path, the value and what was expected.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
+                      ValidationError, WithJsonSchema, field_validator, model_validator)
+
+from .errors import SheetError
+from .units import parse_bytes
+
+__all__ = [
+    "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
+    "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "load_sheet", "parse_sheet",
+    "sheet_sha256", "canonical_json",
+]
+
+WEIGHT_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4", "gptq-int4",
+                  "awq-int4", "mxfp4")
+WeightFormat = Literal["auto", "fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4",
+                       "gptq-int4", "awq-int4", "mxfp4"]
+
+_MEMORY_SCHEMA = {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$",
+                  "description": "memory size with a unit: B, KB, MB, GB, TB (10^3n) or KiB, MiB, "
+                                 "GiB, TiB (2^10n); a bare number is refused"}
+
+
+def _parse_memory(value: Any) -> int:
+    try:
+        return parse_bytes(value)
+    except SheetError as exc:  # re-raised as ValueError so pydantic adds the field path
+        raise ValueError(exc.reason) from None
+
+
+MemoryBytes = Annotated[int, BeforeValidator(_parse_memory), WithJsonSchema(_MEMORY_SCHEMA)]
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+
+
+class Margin(BaseModel):
+    """Headroom kept free on a card: ``fits ⇔ device_peak_bytes + margin ≤ device_bytes``.
+
+    Either ``percent`` of the card's device bytes or an absolute ``bytes``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    percent: float | None = None
+    bytes: int | None = None
+
+    def of(self, device_bytes: int) -> int:
+        """The margin in bytes for a card of ``device_bytes`` (a % rounds up to whole bytes)."""
+        if self.bytes is not None:
+            return self.bytes
+        assert self.percent is not None
+        return -(-int(round(self.percent * 1_000_000)) * device_bytes // 100_000_000)
+
+    def __str__(self) -> str:
+        return f"{self.percent:g}%" if self.percent is not None else f"{self.bytes} B"
+
+
+def _parse_margin(value: Any) -> Any:
+    if isinstance(value, Margin) or isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.strip().endswith("%"):
+        number = value.strip()[:-1].strip()
+        try:
+            pct = float(number)
+        except ValueError:
+            raise ValueError(f"expected a percentage such as '5%', got {value!r}") from None
+        if not 0 <= pct < 100:
+            raise ValueError(f"expected a percentage in [0, 100), got {value!r}")
+        return Margin(percent=pct)
+    return Margin(bytes=_parse_memory(value))
+
+
+MarginField = Annotated[
+    Margin, BeforeValidator(_parse_margin),
+    PlainSerializer(lambda m: f"{m.percent:g}%" if m.percent is not None else m.bytes),
+    WithJsonSchema({"type": "string", "description": "a percentage of the card's device bytes "
+                    "('5%') or a memory size with a unit ('2 GiB')"}),
+]
+
+
+class _FieldProblem(ValueError):
+    """A cross-field problem found by a model validator, tied to the field it concerns."""
+
+    def __init__(self, field: str, value: Any, message: str) -> None:
+        super().__init__(message)
+        self.field, self.value, self.message = field, value, message
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelRef(_Block):
+    """``model``: exactly one of ``id`` (Hub id), ``path`` (folder with config.json) or
+    ``parameters`` (a bare dense count, the seed's calculator)."""
+
+    id: str | None = Field(None, description="Hub id, e.g. meta-llama/Meta-Llama-3.1-8B")
+    revision: str = Field("main", description="commit sha, tag or branch; recorded on every output")
+    path: str | None = Field(None, description="folder holding config.json (+ safetensors)")
+    parameters: PositiveInt | None = Field(None, description="bare dense parameter count")
+    trust_remote_code: bool = Field(False, description="never execute remote model code unless true")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "ModelRef":
+        given = [k for k in ("id", "path", "parameters") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise _FieldProblem("", {k: getattr(self, k) for k in given},
+                                "expected exactly one of id, path, parameters; got "
+                                + (", ".join(given) if given else "none"))
+        return self
+
+
+class Quantization(_Block):
+    prequantized: Literal["auto", True, False] = "auto"
+    group_size: PositiveInt = 128
+    double_quant: bool = False
+    compute_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+
+
+class Inference(_Block):
+    engine: Literal["transformers", "vllm"] = "transformers"
+    prompt_tokens: PositiveInt
+    new_tokens: PositiveInt
+    concurrency: PositiveInt = 1
+    kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8"] = "auto"
+    cache: Literal["dynamic", "static"] = "dynamic"
+    logits: Literal["last", "all"] = "last"
+    length_negotiable: bool = False
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    max_num_batched_tokens: PositiveInt = 8192
+    max_num_seqs: PositiveInt = Field(256, description="vllm only: sequences the profile run samples "
+                                                       "(vLLM's default max_num_seqs)")
+    block_size: PositiveInt = Field(16, description="vllm only: tokens per KV block (vLLM default)")
+
+    @property
+    def tokens_per_sequence(self) -> int:
+        """KV capacity one sequence needs: prompt_tokens + new_tokens (CONTRACT.md)."""
+        return self.prompt_tokens + self.new_tokens
+
+
+class Lora(_Block):
+    rank: PositiveInt = 16
+    alpha: Annotated[float, Field(ge=0)] = 0
+    targets: Literal["default", "all-linear"] | list[str] = "default"
+
+
+class Training(_Block):
+    sequence_length: PositiveInt
+    microbatch: PositiveInt
+    gradient_accumulation: PositiveInt = 1
+    gradient_checkpointing: bool = False
+    precision: Literal["pure", "amp"] = "pure"
+    optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "paged-adamw-32bit", "sgd",
+                       "sgd-momentum", "adafactor"] = "adamw"
+    optimizer_impl: Literal["foreach", "fused", "for-loop"] = "foreach"
+    validation_microbatch: Annotated[int, Field(strict=True, ge=0)] = 0
+    export: Literal["none", "adapter", "merged", "full"] = "none"
+    lora: Lora = Lora()
+
+
+class Placement(_Block):
+    gpus: PositiveInt = 1
+    strategy: Literal["single", "ddp", "zero2", "fsdp", "tensor-parallel", "device-map"] = "single"
+
+    @model_validator(mode="after")
+    def _single_is_one(self) -> "Placement":
+        if self.strategy == "single" and self.gpus != 1:
+            raise _FieldProblem("gpus", self.gpus,
+                                f"strategy 'single' runs on 1 GPU, got gpus={self.gpus}; choose "
+                                "ddp, zero2, fsdp, tensor-parallel or device-map")
+        return self
+
+
+class Quality(_Block):
+    corpus: str
+    metric: str = "perplexity"
+    reference: str = "auto"
+    max_regression: Annotated[float, Field(ge=0)] = 0.02
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, v: str) -> str:
+        if v in ("perplexity", "exact_match") or (v.startswith("lm_eval:") and "/" in v):
+            return v
+        raise ValueError("expected perplexity, exact_match or lm_eval:<task>/<metric>")
+
+
+class Budget(_Block):
+    max_usd: Annotated[float, Field(gt=0)] | None = None
+    days: Annotated[float, Field(gt=0)] | None = None
+    deadline: dt.date | None = None
+
+
+class Requirements(_Block):
+    host_ram: MemoryBytes | None = None
+    storage: MemoryBytes | None = None
+    interconnect: str | None = None
+    software: list[str] = []
+
+
+class Typical(_Block):
+    prompt_tokens: PositiveInt | None = None
+    new_tokens: PositiveInt | None = None
+    concurrency: PositiveInt | None = None
+    sequence_length: PositiveInt | None = None
+    microbatch: PositiveInt | None = None
+
+
+class Measure(_Block):
+    typical: Typical = Typical()
+
+
+class Sheet(_Block):
+    """One workload sheet (R1). It stays fixed while offers are compared."""
+
+    model: ModelRef
+    task: Literal["inference", "lora", "qlora", "full"]
+    weights: WeightFormat = "auto"
+    quantization: Quantization = Quantization()
+    attention: Literal["sdpa", "flash", "eager"] = "sdpa"
+    reserve: MemoryBytes = 0
+    margin: MarginField = Margin(percent=5.0)
+    inference: Inference | None = None
+    training: Training | None = None
+    placement: Placement = Placement()
+    quality: Quality | None = None
+    budget: Budget | None = None
+    requirements: Requirements = Requirements()
+    measure: Measure = Measure()
+
+    @model_validator(mode="after")
+    def _task_blocks(self) -> "Sheet":
+        if self.model.parameters is not None and self.weights == "auto":
+            raise _FieldProblem("weights", "auto", "'auto' needs a checkpoint to read; with "
+                                f"model.parameters give one of {', '.join(WEIGHT_FORMATS)}")
+        if self.task == "inference" and self.training is not None:
+            raise _FieldProblem("training", "(block)",
+                                "a training block needs task lora, qlora or full, got inference")
+        if self.task != "inference":
+            if self.training is None:
+                raise _FieldProblem("training", None, f"required for task {self.task}")
+            if self.inference is not None:
+                raise _FieldProblem("inference", "(block)", "an inference block needs task "
+                                    f"inference, got task {self.task}")
+        if self.task == "qlora" and self.weights not in ("auto", "nf4", "fp4"):
+            raise _FieldProblem("weights", self.weights, "qlora trains on a 4-bit bitsandbytes "
+                                "base: expected nf4 or fp4")
+        return self
+
+
+def _loc(loc: tuple) -> str:
+    parts = [str(p) for p in loc if not (isinstance(p, str) and p.startswith(("function-", "tagged-")))]
+    return ".".join(parts) or "sheet"
+
+
+def _explain(err: dict) -> str:
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown key (not in the sheet's schema; see `gpusizer schema`)"
+    if kind == "missing":
+        return "required key is missing"
+    msg = err.get("msg", "invalid value")
+    return msg.removeprefix("Value error, ")
+
+
+def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
+    """Validate a parsed YAML mapping into a :class:`Sheet`.
+
+    Raises:
+        SheetError: on the first invalid field, naming its dotted path, the value and the
+            expectation (all problems are listed in the message).
+    """
+    if not isinstance(data, dict):
+        raise SheetError(f"expected a mapping of sheet keys, got {type(data).__name__}",
+                         file=file, value=data)
+    try:
+        return Sheet.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        lines = []
+        for err in errors:
+            inner = (err.get("ctx") or {}).get("error")
+            if isinstance(inner, _FieldProblem):
+                path = ".".join(p for p in (_loc(err["loc"]) if err["loc"] else "", inner.field) if p)
+                shown = "" if inner.value in (None, "(block)") else f" (got {inner.value!r})"
+                lines.append(f"{path or 'sheet'}: {inner.message}{shown}")
+                continue
+            value = err.get("input")
+            explained = _explain(err)
+            shown = "" if err.get("type") == "missing" or "got" in explained else f" (got {value!r})"
+            lines.append(f"{_loc(err['loc'])}: {explained}{shown}")
+        first = errors[0]
+        raise SheetError("; ".join(lines), file=file, field=None, value=first.get("input")) from None
+
+
+def load_sheet(path: str | Path) -> Sheet:
+    """Read and validate a YAML workload sheet.
+
+    Raises:
+        SheetError: unreadable file, invalid YAML, or an invalid field.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SheetError(f"cannot read the sheet: {exc.strerror}", file=str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SheetError(f"invalid YAML: {exc}", file=str(p)) from None
+    return parse_sheet(data, file=str(p))
+
+
+def canonical_json(sheet: Sheet) -> str:
+    """The validated sheet as canonical JSON: defaults filled in, memory sizes as integer bytes,
+    sorted keys, no spaces (CONTRACT.md, evidence files)."""
+    data = sheet.model_dump(mode="json")
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sheet_sha256(sheet: Sheet) -> str:
+    """SHA-256 (hex) of :func:`canonical_json`; evidence counts only when it matches."""
+    return hashlib.sha256(canonical_json(sheet).encode("utf-8")).hexdigest()
