@@ -272,6 +272,17 @@ def _explain(err: dict) -> str:
         return "unknown key (not in the sheet's schema; see `gpusizer schema`)"
     if kind == "missing":
         return "required key is missing"
+    ctx = err.get("ctx") or {}
+    bounds = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"),
+              "less_than_equal": ("<=", "le"), "less_than": ("<", "lt")}
+    if kind in bounds:
+        op, key = bounds[kind]
+        noun = "an integer" if isinstance(ctx.get(key), int) else "a number"
+        return f"expected {noun} {op} {ctx.get(key)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return "expected an integer"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected')}"
     msg = err.get("msg", "invalid value")
     return msg.removeprefix("Value error, ")
 

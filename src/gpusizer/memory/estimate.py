@@ -182,19 +182,27 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     kernel = plan.rules.attention
     if engine == "vllm":
         kernel = "flash"
-    prefill = forward_working_bytes(facts, batch=seqs, q_tokens=inf.prompt_tokens,
-                              kv_tokens=inf.prompt_tokens, dtype_bytes=b,
-                                    kernel=kernel,
-                              logits_positions=(inf.prompt_tokens if inf.logits == "all" else 1),
-                              tp=share.tp)
     wm_src = ("largest live set in one decoder layer, or final hidden + logits "
               "(gpusizer/memory/working_memory.py: transformers LlamaDecoderLayer order; "
               "Dao et al. 2022 for no S×S matrix with flash/memory-efficient kernels)")
-    items.append(Item("prefill_working", prefill.total_bytes, "estimated", ("prefill",), wm_src,
-                      f"kernel {kernel}; " + prefill.formula))
+    if engine == "vllm":
+        # vLLM schedules at most max_num_batched_tokens per step (chunked prefill), so the prefill
+        # working set is the profile run's (vLLM sizes its pool on exactly that run).
+        act, act_text = profile_activation_bytes(
+            facts, max_num_batched_tokens=inf.max_num_batched_tokens,
+            max_num_seqs=inf.max_num_seqs, dtype_bytes=b, tp=share.tp)
+        items.append(Item("prefill_working", act, "estimated", ("prefill",),
+                          wm_src + "; vLLM profile run (Worker.determine_available_memory)",
+                          "vLLM profile run: " + act_text))
+    else:
+        prefill = forward_working_bytes(facts, batch=seqs, q_tokens=inf.prompt_tokens,
+                                        kv_tokens=inf.prompt_tokens, dtype_bytes=b, kernel=kernel,
+                                        logits_positions=(inf.prompt_tokens if inf.logits == "all"
+                                                          else 1), tp=share.tp)
+        items.append(Item("prefill_working", prefill.total_bytes, "estimated", ("prefill",),
+                          wm_src, f"kernel {kernel}; " + prefill.formula))
     decode = forward_working_bytes(facts, batch=seqs, q_tokens=1, kv_tokens=tokens, dtype_bytes=b,
-                                   kernel=kernel,
-                             logits_positions=1, tp=share.tp)
+                                   kernel=kernel, logits_positions=1, tp=share.tp)
     items.append(Item("decode_working", decode.total_bytes, "estimated", ("decode",), wm_src,
                       f"kernel {kernel}; " + decode.formula))
     if engine == "transformers" and not static:

@@ -1,0 +1,192 @@
+"""Exact stored tensor bytes of a checkpoint, from safetensors headers (no tensor data is read).
+
+Format (https://huggingface.co/docs/safetensors/index#format): an 8-byte little-endian header
+length N, then N bytes of JSON mapping each tensor name to ``dtype``, ``shape`` and
+``data_offsets`` [begin, end) into the data section (optionally ``__metadata__``). A tensor's bytes
+are ``end - begin``, exact for every dtype including packed ones. The header is parsed with plain
+``json``: ``safetensors.safe_open`` exposes dtype and shape only through a framework, and its
+``numpy`` framework imports numpy, which gpusizer does not depend on (checked with
+safetensors 0.8.0).
+
+Hub reads go through ``huggingface_hub.get_safetensors_metadata``, which fetches only headers and
+bypasses the Hub file cache, so its answer is kept in gpusizer's own JSON cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import HubError, ModelError
+from .hub_access import hub_failures, hub_offline
+
+__all__ = ["StoredTensors", "read_header", "local_stored_tensors", "hub_stored_tensors",
+           "cache_file"]
+
+INDEX_NAME = "model.safetensors.index.json"
+MAX_HEADER_BYTES = 100_000_000
+"""Largest header the reference implementation accepts (safetensors ``MAX_HEADER_SIZE``)."""
+
+
+@dataclass(frozen=True)
+class StoredTensors:
+    """Tensor bytes of one checkpoint.
+
+    Attributes:
+        total_bytes: bytes of all tensors (headers excluded).
+        bytes_by_dtype: ``(dtype, bytes)`` pairs as safetensors names dtypes (``BF16``, ``F8_E4M3``,
+            ``U8``…), sorted; empty when only an index total was available.
+        tensor_count: tensors in the checkpoint, or None when unknown.
+        source: where ``total_bytes`` came from, in words.
+    """
+
+    total_bytes: int
+    bytes_by_dtype: tuple[tuple[str, int], ...]
+    tensor_count: int | None
+    source: str
+
+
+def read_header(path: Path) -> dict[str, dict]:
+    """The JSON header of one ``.safetensors`` file, without ``__metadata__``.
+
+    Raises:
+        ModelError: the file is too short, the header length is out of range, the header is not
+            JSON, or an entry lacks ``dtype`` / ``data_offsets``.
+    """
+    with open(path, "rb") as f:
+        prefix = f.read(8)
+        if len(prefix) < 8:
+            raise ModelError("not a safetensors file: shorter than the 8-byte header length",
+                             file=str(path))
+        (size,) = struct.unpack("<Q", prefix)
+        if size > MAX_HEADER_BYTES:
+            raise ModelError(f"header length {size} exceeds {MAX_HEADER_BYTES} bytes",
+                             file=str(path))
+        raw = f.read(size)
+    if len(raw) != size:
+        raise ModelError(f"truncated header: {len(raw)} of {size} bytes", file=str(path))
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"header is not valid JSON: {exc}", file=str(path)) from exc
+    if not isinstance(header, dict):
+        raise ModelError("header is not a JSON object", file=str(path))
+    header.pop("__metadata__", None)
+    for name, entry in header.items():
+        if not _valid_entry(entry):
+            raise ModelError("expected dtype and data_offsets [begin, end]", field=name,
+                             value=entry, file=str(path))
+    return header
+
+
+def _valid_entry(entry: object) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str):
+        return False
+    offsets = entry.get("data_offsets")
+    return (isinstance(offsets, list) and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1])
+
+
+def _by_dtype(headers: list[dict[str, dict]]) -> Counter:
+    totals: Counter = Counter()
+    for header in headers:
+        for entry in header.values():
+            begin, end = entry["data_offsets"]
+            totals[entry["dtype"]] += end - begin
+    return totals
+
+
+def local_stored_tensors(folder: Path) -> StoredTensors | None:
+    """Stored tensor bytes of a local checkpoint folder, or None when it holds no safetensors.
+
+    With ``model.safetensors.index.json``, ``total_bytes`` is its ``metadata.total_size`` (what
+    ``save_pretrained`` wrote) and per-dtype bytes come from the shards present; without an index,
+    the sum of every ``*.safetensors`` header.
+
+    Raises:
+        ModelError: an unreadable index or header.
+    """
+    index = folder / INDEX_NAME
+    shards = sorted(folder.glob("*.safetensors"))
+    if index.is_file():
+        try:
+            data = json.loads(index.read_text(encoding="utf-8"))
+            total = data["metadata"]["total_size"]
+            weight_map = data.get("weight_map", {})
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(f"cannot read metadata.total_size: {exc}", file=str(index)) from exc
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise ModelError("expected an integer metadata.total_size", field="total_size",
+                             value=total, file=str(index))
+        names = sorted(set(weight_map.values())) if isinstance(weight_map, dict) else []
+        present = [folder / n for n in names if (folder / n).is_file()]
+        complete = bool(names) and len(present) == len(names)
+        dtypes = _by_dtype([read_header(p) for p in present]) if complete else Counter()
+        return StoredTensors(total, tuple(sorted(dtypes.items())),
+                             len(weight_map) if isinstance(weight_map, dict) else None,
+                             f"{index} metadata.total_size")
+    if not shards:
+        return None
+    headers = [read_header(p) for p in shards]
+    dtypes = _by_dtype(headers)
+    return StoredTensors(sum(dtypes.values()), tuple(sorted(dtypes.items())),
+                         sum(len(h) for h in headers),
+                         f"sum of tensor bytes in {len(shards)} safetensors header(s) in {folder}")
+
+
+def cache_file(repo_id: str, revision: str | None) -> Path:
+    """``$GPUSIZER_CACHE/safetensors/<repo>/<revision>.json`` (default root ``~/.cache/gpusizer``).
+
+    A branch name (``main``) is cached as first seen; pass a commit sha for a fixed answer.
+    """
+    root = Path(os.environ.get("GPUSIZER_CACHE") or Path.home() / ".cache" / "gpusizer")
+    return root / "safetensors" / repo_id / f"{quote(revision or 'main', safe='')}.json"
+
+
+def hub_stored_tensors(repo_id: str, revision: str | None) -> StoredTensors:
+    """Stored tensor bytes of a Hub repo from its safetensors headers, cached on disk.
+
+    Raises:
+        HubError: not cached and the Hub is offline (``HF_HUB_OFFLINE``) or cannot answer
+            (no safetensors, gated, not found, network).
+    """
+    path = cache_file(repo_id, revision)
+    if path.is_file():
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            return StoredTensors(d["total_bytes"], tuple((k, v) for k, v in d["bytes_by_dtype"]),
+                                 d["tensor_count"], d["source"] + f" (cached in {path})")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is refetched below
+    if hub_offline():
+        raise HubError(f"{repo_id}: safetensors headers are not cached and HF_HUB_OFFLINE is set")
+    from huggingface_hub import get_safetensors_metadata
+
+    try:
+        meta = get_safetensors_metadata(repo_id, revision=revision)
+    except hub_failures() as exc:
+        raise HubError(f"{repo_id}@{revision or 'main'}: cannot read safetensors headers: "
+                       f"{exc}") from exc
+    dtypes: Counter = Counter()
+    for file_meta in meta.files_metadata.values():
+        for info in file_meta.tensors.values():
+            begin, end = info.data_offsets
+            dtypes[info.dtype] += end - begin
+    index_total = (meta.metadata or {}).get("total_size")
+    where = f"https://huggingface.co/{repo_id} @ {revision or 'main'}"
+    total, source = ((index_total, f"{INDEX_NAME} metadata.total_size, {where}")
+                     if isinstance(index_total, int) else
+                     (sum(dtypes.values()), f"sum of safetensors header tensor bytes, {where}"))
+    result = StoredTensors(total, tuple(sorted(dtypes.items())), len(meta.weight_map), source)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"total_bytes": result.total_bytes,
+                                "bytes_by_dtype": [list(p) for p in result.bytes_by_dtype],
+                                "tensor_count": result.tensor_count, "source": source},
+                               indent=1), encoding="utf-8")
+    return result
