@@ -65,14 +65,14 @@ class ConfigReader:
         return self._check_int(key, value, minimum)
 
     def optional_int(self, key: str, default: int, *, minimum: int = 1) -> int:
-        """An integer with the default transformers' config class uses when the key is absent or null."""
+        """An integer; ``default`` (the transformers config class default) when absent or null."""
         value = self._raw(key)
         if value is _MISSING or value is None:
             return default
         return self._check_int(key, value, minimum)
 
     def nullable_int(self, key: str, *, minimum: int = 1) -> int | None:
-        """An integer that must be present but may be null (e.g. ``q_lora_rank`` of DeepSeek-V2-Lite).
+        """An integer that must be present but may be null (DeepSeek-V2-Lite ``q_lora_rank``).
 
         Raises:
             ModelError: the key is absent, or neither null nor an integer >= ``minimum``.

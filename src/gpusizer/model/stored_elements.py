@@ -25,7 +25,8 @@ def scale_elements(facts: ModelFacts) -> int:
     """Scale elements the checkpoint stores next to its packed weights.
 
     - fp8 with ``weight_block_size`` [br, bc] (DeepSeek-V3 ``weight_scale_inv``): Σ over the
-      quantizable matrices of ⌈rows/br⌉·⌈cols/bc⌉ (transformers ``integrations/finegrained_fp8.py``).
+      quantizable matrices of ⌈rows/br⌉·⌈cols/bc⌉ (transformers
+      ``integrations/finegrained_fp8.py``).
     - mxfp4 (gpt-oss): Σ over routed-expert matrices of rows·⌈cols/32⌉; attention, router,
       embeddings and lm_head stay bf16 (config ``modules_to_not_convert``).
     - bf16 / fp16 / fp32: 0.

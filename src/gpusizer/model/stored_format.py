@@ -45,7 +45,8 @@ def stored_format(config: Mapping[str, object], *,
 
 def _quantized(q: Mapping[str, object]) -> tuple[str | None, str | None]:
     method = q.get("quant_method")
-    if method == "bitsandbytes" or (method is None and ("load_in_8bit" in q or "load_in_4bit" in q)):
+    legacy_bnb = method is None and ("load_in_8bit" in q or "load_in_4bit" in q)
+    if method == "bitsandbytes" or legacy_bnb:
         if q.get("load_in_8bit"):
             return "int8", None
         if q.get("load_in_4bit"):

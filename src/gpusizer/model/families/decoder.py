@@ -76,7 +76,8 @@ def gqa_attention(hidden: int, heads: int, kv_heads: int, head_dim: int, *, qkv_
                   o_bias: bool, fused_qkv: bool = False) -> tuple[Linear, ...]:
     """q, k, v, o projections of multi-head / grouped-query attention.
 
-    q: hidden → heads·head_dim; k, v: hidden → kv_heads·head_dim; o: heads·head_dim → hidden.
+    q: hidden → heads·head_dim; k, v: hidden → kv_heads·head_dim; o: heads·head_dim →
+    hidden.
     ``fused_qkv`` stores q, k, v as one matrix (Phi-3 ``qkv_proj``, Falcon ``query_key_value``,
     GPT-2 ``c_attn``): same element count, one matrix. Source: transformers
     ``models/llama/modeling_llama.py`` ``LlamaAttention``.

@@ -2,8 +2,9 @@
 
 Source: transformers ``models/falcon/modeling_falcon.py`` and ``configuration_falcon.py``:
 
-- ``query_key_value`` (fused, bias = ``bias``): new_decoder_architecture → (heads + 2·num_kv_heads)
-  ·head_dim rows; else multi_query → hidden + 2·head_dim (one KV head); else 3·hidden.
+- ``query_key_value`` (fused, bias = ``bias``): new_decoder_architecture →
+  (heads + 2·num_kv_heads)·head_dim rows; else multi_query → hidden + 2·head_dim (one KV head);
+  else 3·hidden.
 - ``dense`` (hidden → hidden), MLP ``dense_h_to_4h`` / ``dense_4h_to_h`` of ``ffn_hidden_size``
   (default 4·hidden), all with bias = ``bias``; not gated.
 - LayerNorms (weight + bias): ``ln_attn`` + ``ln_mlp`` when parallel_attn and

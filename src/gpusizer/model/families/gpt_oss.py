@@ -23,7 +23,8 @@ __all__ = ["IGNORED_KEYS", "describe"]
 IGNORED_KEYS: frozenset[str] = frozenset({
     "swiglu_limit", "swiglu_alpha", "initial_context_length"})
 """Keys of this family known not to change memory (beyond the common list in ``config.py``):
-the SwiGLU clamp and gain, and the pre-extension context (like ``original_max_position_embeddings``)."""
+the SwiGLU clamp and gain, and the pre-extension context (as ``original_max_position_embeddings``).
+"""
 
 
 def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:

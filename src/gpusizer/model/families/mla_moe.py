@@ -34,7 +34,9 @@ ROUTING_KEYS: frozenset[str] = frozenset({
 """Routing and kernel switches that change no tensor shape."""
 
 
-def _attention(cfg: ConfigReader, hidden: int, heads: int) -> tuple[tuple[Linear, ...], int, MlaDims]:
+def _attention(cfg: ConfigReader, hidden: int,
+               heads: int) -> tuple[tuple[Linear, ...], int, MlaDims]:
+    """MLA matrices, the elements of its latent norms per layer, and its dims."""
     q_lora = cfg.nullable_int("q_lora_rank")
     mla = MlaDims(kv_lora_rank=cfg.require_int("kv_lora_rank"),
                   qk_rope_head_dim=cfg.require_int("qk_rope_head_dim"),
