@@ -71,4 +71,9 @@ def test_fp8_block_scales_from_quantization_config():
     bd = weight_breakdown(f, "fp8", compute_dtype="bf16")
     quant = f.parameters_by_role("linear", "expert_linear")
     assert bd.packed_bytes == quant
-    assert bd.metadata_bytes == -(-quant // (128 * 128)) * 4
+    # one fp32 scale_inv per 128×128 block of each matrix, ceil per dimension: a 576×7168
+    # kv_a_proj_with_mqa has ceil(576/128) × 56 = 5 × 56 blocks, as the checkpoint stores it
+    blocks = sum(n * -(-r // 128) * -(-c // 128) for g in f.params
+                 if g.role in ("linear", "expert_linear") for n, r, c in g.shapes)
+    assert bd.metadata_bytes == blocks * 4
+    assert blocks > quant // (128 * 128)

@@ -215,11 +215,30 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     return items, kv_full, layout
 
 
-def _weight_tensors(facts: ModelFacts | None, share: Share) -> int:
+_PACKED_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "nf4": 0.5,
+                 "fp4": 0.5, "int4": 0.5, "gptq-int4": 0.5, "awq-int4": 0.5, "mxfp4": 0.5}
+
+
+def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan,
+                         share: Share) -> list[tuple[int, int]]:
+    """``(count, bytes)`` of the resident weight tensors on this GPU: one per matrix, routed
+    experts stacked per layer; tensor parallelism divides each tensor."""
     if facts is None:
-        return 0
-    tensors = sum(max(g.matrices, 1) for g in facts.params)
-    return int(-(-Fraction(tensors) * share.weight_fraction // 1))
+        return []
+    out = []
+    kept = DTYPE_BYTES[plan.compute_dtype]
+    for g in facts.params:
+        quantized = g.role in QUANTIZABLE_ROLES and not (plan.runs == "mxfp4"
+                                                          and g.role != "expert_linear")
+        per_elem = _PACKED_BYTES[plan.runs] if quantized else kept
+        # Routed experts are stored as one stacked tensor per layer and projection (transformers
+        # v5 grouped experts, vLLM FusedMoE w13/w2), not one tensor per expert.
+        stack = facts.moe.num_experts if (g.role == "expert_linear" and facts.moe) else 1
+        for n, r, c in g.shapes:
+            size = int(stack * r * c * per_elem / share.tp)
+            count = int(-(-Fraction(max(1, n // stack)) * share.layer_fraction // 1))
+            out.append((count, size))
+    return out
 
 
 def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None = None) -> MemoryEstimate:
@@ -296,7 +315,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         items.append(cublas_workspace_item(cc, ("prefill", "decode")))
     items.append(cuda_context_item(all_phases))
     items.append(nccl_item(share.gpus, all_phases))
-    items.append(allocator_slack_item(_weight_tensors(facts, share), all_phases))
+    items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
     item_tuple = tuple(items)
     phases = phase_peaks(item_tuple, all_phases)
     peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)

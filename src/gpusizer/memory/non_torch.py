@@ -63,17 +63,30 @@ def nccl_item(gpus: int, phases: tuple[str, ...]) -> Item:
                 non_torch=True)
 
 
-def allocator_slack_item(tensors: int, phases: tuple[str, ...]) -> Item:
-    """Reserved minus allocated: rounding of each large block up to 2 MiB, at most one 2 MiB per
-    resident tensor plus one small-pool block (upper estimate; fragmentation by transient
-    activations comes on top and is only known by measurement)."""
-    slack = tensors * _ROUND_LARGE + _ROUND_LARGE
+def allocator_slack_item(tensor_sizes: list[tuple[int, int]], phases: tuple[str, ...]) -> Item:
+    """Reserved minus allocated for the resident weights: each tensor above 1 MiB is a block
+    rounded up to a multiple of 2 MiB; smaller ones share 2 MiB small-pool blocks (one counted).
+
+    Args:
+        tensor_sizes: ``(count, bytes)`` pairs of resident weight tensors on this GPU.
+        phases: phases the item is live in.
+
+    Fragmentation by transient activations comes on top and is only known by measurement.
+    """
+    waste = 0
+    tensors = 0
+    for count, size in tensor_sizes:
+        tensors += count
+        if size > MiB:
+            waste += count * (-(-size // _ROUND_LARGE) * _ROUND_LARGE - size)
+    slack = waste + _ROUND_LARGE
     return Item("allocator_slack", slack, "estimated", phases,
-                "PyTorch CUDACachingAllocator: large blocks rounded up to 2 MiB (kRoundLarge), "
+                "PyTorch CUDACachingAllocator: blocks above 1 MiB rounded up to 2 MiB (kRoundLarge), "
                 "small allocations served from 2 MiB blocks; docs 'CUDA semantics: memory "
                 "management' (reserved vs allocated)",
-                f"({tensors} resident weight tensors + 1) × 2 MiB (upper estimate of rounding; "
-                "fragmentation is measured, not estimated)", non_torch=True)
+                f"rounding of {tensors} weight tensors up to 2 MiB = {waste} B + one 2 MiB "
+                "small-pool block (fragmentation by activations is measured, not estimated)",
+                non_torch=True)
 
 
 def cublas_workspace_item(compute_capability: tuple[int, int] | None,

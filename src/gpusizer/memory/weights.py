@@ -107,6 +107,14 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _per_matrix(facts: ModelFacts, roles: frozenset[str] | tuple[str, ...], fn) -> int | None:
+    """Σ over the quantizable matrices of ``n × fn(rows, cols)``; None when shapes are unknown."""
+    groups = [g for g in facts.params if g.role in roles]
+    if any(not g.shapes for g in groups if g.count):
+        return None
+    return sum(n * fn(r, c) for g in groups for n, r, c in g.shapes)
+
+
 def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_size: int = 128,
                      double_quant: bool = False) -> WeightBreakdown:
     """Weight memory of ``facts`` stored as ``fmt``.
@@ -144,7 +152,8 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
             raise SheetError("mxfp4 quantizes routed-expert weights (gpt-oss); this model has none",
                              field="weights", value=fmt)
         packed = experts // 2
-        meta = _ceil_div(experts, MX_BLOCK)
+        meta = _per_matrix(facts, ("expert_linear",), lambda r, c: r * _ceil_div(c, MX_BLOCK)) \
+            or _ceil_div(experts, MX_BLOCK)
         kept = (total - experts) * kb
         return WeightBreakdown(packed, kept, meta,
                                f"{experts} expert values × 0.5 B + {total - experts} other "
@@ -157,10 +166,16 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         qc = facts.quantization_config or {}
         if isinstance(qc.get("weight_block_size"), (list, tuple)) and len(qc["weight_block_size"]) == 2:
             block = tuple(int(x) for x in qc["weight_block_size"])
-        if block:
+        exact = block and _per_matrix(facts, QUANTIZABLE_ROLES, lambda r, c: _ceil_div(
+            r, block[0]) * _ceil_div(c, block[1]))
+        if exact:
+            n_scales = exact
+            meta_text = (f"{n_scales} fp32 scale_inv (one per {block[0]}×{block[1]} block of each "
+                         "matrix, ceil per dimension) × 4 B")
+        elif block:
             n_scales = _ceil_div(quant, block[0] * block[1])
-            meta_text = (f"{quant} / ({block[0]}×{block[1]}) fp32 block scales × 4 B (exact when "
-                         "matrix dims are multiples of the block)")
+            meta_text = (f"{quant} / ({block[0]}×{block[1]}) fp32 block scales × 4 B (matrix "
+                         "shapes unknown: exact only when dims are multiples of the block)")
         else:
             n_scales = matrices
             meta_text = f"{matrices} matrices × one fp32 per-tensor scale × 4 B"
@@ -170,7 +185,8 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         return WeightBreakdown(quant, kept, rows * 4, f"{quant} linear values × 1 B + " + kept_text,
                                f"{rows} output rows × fp32 SCB 4 B")
     if fmt in ("nf4", "fp4"):
-        blocks = _ceil_div(quant, BNB_BLOCK)
+        blocks = _per_matrix(facts, QUANTIZABLE_ROLES, lambda r, c: _ceil_div(r * c, BNB_BLOCK)) \
+            or _ceil_div(quant, BNB_BLOCK)
         if double_quant:
             meta = blocks + _ceil_div(blocks, BNB_DQ_BLOCK) * 4
             meta_text = (f"{blocks} blocks of {BNB_BLOCK} × 1 B (8-bit absmax) + "
@@ -181,8 +197,12 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         return WeightBreakdown(_ceil_div(quant, 2), kept, meta,
                                f"{quant} linear values × 0.5 B + " + kept_text, meta_text)
     if fmt in ("gptq-int4", "awq-int4"):
-        groups = _ceil_div(quant, group_size)
-        meta = groups * 2 + _ceil_div(groups, 8) * 4
+        groups = _per_matrix(facts, QUANTIZABLE_ROLES,
+                             lambda r, c: _ceil_div(c, group_size) * r) or _ceil_div(quant, group_size)
+        zeros = _per_matrix(facts, QUANTIZABLE_ROLES,
+                            lambda r, c: _ceil_div(c, group_size) * _ceil_div(r, 8)) \
+            or _ceil_div(groups, 8)
+        meta = groups * 2 + zeros * 4
         meta_text = (f"{groups} groups of {group_size} × (fp16 scale 2 B + int4 zero 0.5 B)")
         if fmt == "gptq-int4":
             meta += cols * 4
