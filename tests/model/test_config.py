@@ -106,6 +106,14 @@ def test_explicit_head_dim_is_used() -> None:
     assert (result.head_dim, result.num_key_value_heads) == (128, 8)
     gemma = facts_of("google/gemma-2b-it")  # MQA, head_dim 256 ≠ 2048 / 8
     assert (gemma.head_dim, gemma.num_key_value_heads) == (256, 1)
+    moe = facts_of("Qwen/Qwen3-30B-A3B")  # 128 ≠ 2048 / 32
+    assert moe.head_dim == 128
+
+
+def test_absent_head_dim_takes_the_config_class_default() -> None:
+    qwen3 = {k: v for k, v in config_of("Qwen/Qwen3-8B").items() if k != "head_dim"}
+    assert facts(qwen3).head_dim == 128  # Qwen3Config.head_dim = 128
+    assert facts(LLAMA).head_dim == 64 // 4  # LlamaConfig: hidden_size // num_attention_heads
 
 
 @pytest.mark.parametrize(("quantization_config", "expected"), [

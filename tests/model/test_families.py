@@ -26,8 +26,10 @@ def _deepseek_mtp_elements(facts: ModelFacts, config: dict) -> int:
     One MTP module = a full MoE decoder layer (attention, norms, routed + shared experts, router,
     its e_score_correction_bias buffer and fp8 block scales) + ``eh_proj`` (2·d → d, bf16) +
     ``enorm``, ``hnorm``, ``shared_head.norm`` (d each) + its own ``embed_tokens`` and
-    ``shared_head.head`` (V·d each). Source: DeepSeek-V3 repo ``README_WEIGHTS.md`` (MTP module
-    layout); transformers skips ``model.layers.61.*`` on load.
+    ``shared_head.head`` (V·d each). Source: deepseek-ai/DeepSeek-V3 ``README_WEIGHTS.md`` (MTP
+    module: 11.5B unique parameters; embed_tokens and shared_head share values with the main
+    model, yet the exact match with truth shows the checkpoint stores them again); transformers
+    skips ``model.layers.61.*`` on load (``_keys_to_ignore_on_load_unexpected``).
     """
     d, v, n, moe = facts.hidden_size, facts.vocab_size, facts.num_layers, facts.moe
     block = facts.quantization_config["weight_block_size"][0]  # 128: square fp8 blocks

@@ -2,8 +2,8 @@
 
 Source: transformers ``models/qwen3/modeling_qwen3.py`` and ``configuration_qwen3.py``:
 per-head RMSNorm on q and k (``q_norm``, ``k_norm``: head_dim each), q/k/v/o biases only with
-``attention_bias``, ``head_dim`` explicit (128 in every released config), untied by default,
-Qwen2's sliding-window rule.
+``attention_bias``, ``head_dim`` default 128 (not hidden / heads: ``Qwen3Config.head_dim``),
+untied by default, Qwen2's sliding-window rule.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
 STYLE = LlamaStyle(layers=qwen_window, qkv_bias="attention_bias", o_bias="attention_bias",
-                   qk_norm=True)
+                   qk_norm=True, head_dim_default=128)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

@@ -5,6 +5,9 @@ Source: transformers ``models/qwen3_moe/modeling_qwen3_moe.py`` and
 ``mlp_only_layers`` and ``(i + 1) % decoder_sparse_step == 0`` (default step 1), else a dense MLP
 of ``intermediate_size``. A MoE layer has a router (hidden → ``num_experts``, no bias) and
 ``num_experts`` gated experts of ``moe_intermediate_size``; no shared expert. Untied by default.
+``Qwen3MoeConfig`` has no ``head_dim`` default: absent, it is hidden / heads (released configs give
+it: Qwen3-30B-A3B's 128 ≠ 2048 / 32). Sliding windows follow Qwen2's rule; no released Qwen3-MoE
+config enables them.
 """
 
 from __future__ import annotations
