@@ -11,17 +11,10 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-
-
 @pytest.fixture
-def shared_data() -> Path:
-    """``<repo_root>/../shared/data``, or skip when this checkout has no shared folder."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared reference data not found at {SHARED_DATA} (the ../shared folder "
-                    "holds gpu_memory_reported.csv and the SkyPilot catalogs)")
-    return SHARED_DATA
+def shared_data(shared_dir: Path) -> Path:
+    """``<repo_root>/../shared/data`` (the root conftest skips, saying why, when it is absent)."""
+    return shared_dir / "data"
 
 
 @pytest.fixture
