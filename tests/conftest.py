@@ -5,11 +5,15 @@ clone)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# Tests never reach the Hub (CI sets this too, in .ci/run).
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"

@@ -37,9 +37,28 @@ def _fail(exc: GpusizerError) -> None:
 def _write(text: str, out: Optional[Path]) -> None:
     if out is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         out.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {out}", err=True)
+    except OSError as exc:
+        typer.echo(f"error: -o/--out: cannot write {str(out)!r}: {exc.strerror}; expected a file "
+                   "path in an existing folder", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {out}", err=True)
+
+
+def _format(fmt: Optional[Enum], out: Optional[Path], allowed: tuple[str, ...]) -> str:
+    """The --format given, else the -o file's extension (.json, .html, .md), else Markdown."""
+    if fmt is not None:
+        return fmt.value
+    ext = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}.get(
+        out.suffix.lower() if out else "", "md")
+    return ext if ext in allowed else "md"
+
+
+def _load(sheet: Path):
+    from .sheet import load_sheet
+    return load_sheet(sheet)
 
 
 def _card(name: Optional[str]):
@@ -61,19 +80,19 @@ def plan(sheet: SheetArg,
                                "bundled seed catalog")] = None,
          evidence: Annotated[Optional[Path], typer.Option(
              "--evidence", help="folder of evidence *.json")] = None,
-         format: Annotated[Fmt, typer.Option("--format", help="output format")] = Fmt.md,
+         format: Annotated[Optional[Fmt], typer.Option(
+             "--format", help="md | json | html (default: from the -o extension, else md)")] = None,
          out: Annotated[Optional[Path], typer.Option("-o", "--out", help="output file")] = None,
          quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False) -> None:
     """The main job: memory items and phases, every offer classified, the one-page sheet."""
     from .pipeline import run_plan
-    from .report.json_report import dumps, plan_document
-    from .sheet import load_sheet
+    from .report.json_report import plan_document
     try:
-        result = run_plan(load_sheet(sheet), catalogs=catalog, evidence_dir=evidence)
+        result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
+                          base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
-    doc = plan_document(result)
-    _render(doc, format.value, out, quiet)
+    _render(plan_document(result), _format(format, out, ("md", "json", "html")), out, quiet)
 
 
 def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
@@ -94,17 +113,17 @@ def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
 
 @app.command()
 def estimate(sheet: SheetArg, card: CardOpt = None,
-             format: Annotated[MemFmt, typer.Option("--format", help="output format")] = MemFmt.md,
+             format: Annotated[Optional[MemFmt], typer.Option(
+                 "--format", help="md | json (default: from the -o extension, else md)")] = None,
              out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
     """Memory only: items, phases and peaks per GPU; with --card, the card's rules and the fit."""
     from .pipeline import run_estimate
     from .report.json_report import estimate_document
-    from .sheet import load_sheet
     try:
-        result = run_estimate(load_sheet(sheet), card=_card(card))
+        result = run_estimate(_load(sheet), card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
-    _render(estimate_document(result), format.value, out, True)
+    _render(estimate_document(result), _format(format, out, ("md", "json")), out, True)
 
 
 @app.command()
@@ -113,9 +132,8 @@ def fit(sheet: SheetArg,
         format: Annotated[MemFmt, typer.Option("--format")] = MemFmt.md) -> None:
     """Largest concurrency and context (inference) that fit the card with the sheet's margin."""
     from .fit import fit_inference
-    from .sheet import load_sheet
     try:
-        answer = fit_inference(load_sheet(sheet), _card(card))
+        answer = fit_inference(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
     if format.value == "json":

@@ -15,6 +15,7 @@ __all__ = [
     "UnknownCardError",
     "EvidenceError",
     "HubError",
+    "ModelNotFoundError",
 ]
 
 
@@ -78,3 +79,10 @@ class EvidenceError(GpusizerError, ValueError):
 
 class HubError(GpusizerError, RuntimeError):
     """The Hugging Face Hub could not answer (offline, gated, not found)."""
+
+
+class ModelNotFoundError(HubError, LookupError):
+    """A ``model.id`` that cannot be resolved: not in the registry while offline, or unknown to
+    the Hub (wrong id or revision). An input error: fix the id or pass ``model.path``."""
+
+    exit_code = 2

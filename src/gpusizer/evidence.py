@@ -12,13 +12,17 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import EvidenceError
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet"]
+
+
+NonNegative = Annotated[int, Field(strict=True, ge=0)]
+"""Counters and dimensions: integers >= 0 (a negative byte count is malformed evidence)."""
 
 
 class _Strict(BaseModel):
@@ -39,7 +43,7 @@ class Scope(_Strict):
     offer_id: str | None = None
     provider: str | None = None
     card: str | None = None
-    device_bytes: int | None = None
+    device_bytes: Annotated[int, Field(strict=True, gt=0)] | None = None
     environment: Environment = Environment()
 
 
@@ -48,11 +52,11 @@ class MeasuredPhase(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     name: str
-    gpu: int = 0
-    max_memory_allocated_bytes: int | None = None
-    max_memory_reserved_bytes: int | None = None
-    non_torch_bytes: int | None = None
-    nvml_used_bytes: int | None = None
+    gpu: NonNegative = 0
+    max_memory_allocated_bytes: NonNegative | None = None
+    max_memory_reserved_bytes: NonNegative | None = None
+    non_torch_bytes: NonNegative | None = None
+    nvml_used_bytes: NonNegative | None = None
 
 
 class Rung(BaseModel):
@@ -61,7 +65,7 @@ class Rung(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     name: Literal["short", "typical", "limit"]
     result: Literal["passed", "oom", "failed", "truncated"]
-    executed: dict[str, int] = {}
+    executed: dict[str, NonNegative] = {}
     failed_phase: str | None = None
     phases: list[MeasuredPhase] = []
 
@@ -123,8 +127,8 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str) -> Evidenc
     docs, ignored = [], []
     for path in sorted(d.glob("*.json")):
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            raw = json.loads(path.read_bytes().decode("utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EvidenceError(f"cannot read JSON: {exc}", file=str(path)) from None
         try:
             doc = EvidenceDoc.model_validate({**raw, "file": str(path)} if isinstance(raw, dict)

@@ -31,7 +31,7 @@ def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def fit_inference(sheet: Sheet, card: Card) -> dict[str, Any]:
+def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     """Largest concurrency at the sheet's length, and largest length (prompt + new, with the
     sheet's new_tokens) at the sheet's concurrency, that fit ``card``.
 
@@ -46,7 +46,7 @@ def fit_inference(sheet: Sheet, card: Card) -> dict[str, Any]:
     if inf is None:
         raise SheetError("fit needs an inference block (prompt_tokens, new_tokens)",
                          field="inference")
-    facts = resolve_facts(sheet)
+    facts = resolve_facts(sheet, base_dir=base_dir)
     if facts is None:
         raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
                          field="model.parameters")
@@ -58,8 +58,12 @@ def fit_inference(sheet: Sheet, card: Card) -> dict[str, Any]:
             est = estimate_memory(s, facts, card=card)
         except SheetError:
             return False
-        if est.vllm is not None:
-            return bool(est.vllm.starts) and est.lower_bound_bytes <= est.vllm.budget_bytes
+        v = est.vllm
+        if v is not None:
+            # the pool must start and hold every required sequence at once (no queueing)
+            conc = s.inference.concurrency
+            return (bool(v.starts) and v.max_concurrency is not None
+                    and v.max_concurrency >= conc and est.lower_bound_bytes <= device)
         return est.device_peak_bytes is not None and est.device_peak_bytes + margin <= device
 
     def with_inf(**kw) -> Sheet:

@@ -26,8 +26,11 @@ __all__ = ["resolve_facts", "EstimateResult", "run_estimate", "PlanResult", "run
            "required_dimensions", "checkpoint_bytes"]
 
 
-def resolve_facts(sheet: Sheet) -> ModelFacts | None:
+def resolve_facts(sheet: Sheet, *, base_dir: Path | None = None) -> ModelFacts | None:
     """The model's facts (None for a bare ``model.parameters`` count).
+
+    A relative ``model.path`` is read relative to ``base_dir`` (the sheet's folder), so a sheet
+    means the same wherever it is run from.
 
     Raises:
         ModelError, UnknownArchitectureError, HubError: see ``model.resolve``.
@@ -36,7 +39,10 @@ def resolve_facts(sheet: Sheet) -> ModelFacts | None:
     if m.parameters is not None:
         return None
     from .model.resolve import resolve_model
-    return resolve_model(model_id=m.id, revision=m.revision, path=m.path,
+    path = m.path
+    if path is not None and base_dir is not None and not Path(path).expanduser().is_absolute():
+        path = str(Path(base_dir) / path)
+    return resolve_model(model_id=m.id, revision=m.revision, path=path,
                          trust_remote_code=m.trust_remote_code)
 
 
@@ -84,9 +90,10 @@ class EstimateResult:
     fit: Criterion | None = None
 
 
-def run_estimate(sheet: Sheet, *, card: Card | None = None) -> EstimateResult:
+def run_estimate(sheet: Sheet, *, card: Card | None = None,
+                 base_dir: Path | None = None) -> EstimateResult:
     """Estimate memory (and, with a card, the fit against it)."""
-    facts = resolve_facts(sheet)
+    facts = resolve_facts(sheet, base_dir=base_dir)
     est = estimate_memory(sheet, facts, card=card)
     fit = None
     if card is not None:
@@ -143,7 +150,7 @@ def _double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
 
 
 def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
-             today: dt.date | None = None) -> PlanResult:
+             today: dt.date | None = None, base_dir: Path | None = None) -> PlanResult:
     """The main job: memory items and phases, every offer classified on six criteria, ranked.
 
     Args:
@@ -151,12 +158,14 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         catalogs: catalog files (YAML, CSV, SkyPilot vms.csv); None → the bundled seed catalog.
         evidence_dir: a folder of evidence ``*.json``.
         today: the date schedules are checked from (default: today).
+        base_dir: the sheet's folder (a relative ``model.path`` is read from there).
 
     Raises:
         SheetError, ModelError, CatalogError, EvidenceError, HubError.
     """
     from .catalog.offers import load_catalogs, load_default_catalog, offer_total_usd
-    facts = resolve_facts(sheet)
+    today = today or dt.date.today()
+    facts = resolve_facts(sheet, base_dir=base_dir)
     est = estimate_memory(sheet, facts)
     sha = sheet_sha256(sheet)
     days = sheet.budget.days if sheet.budget else None

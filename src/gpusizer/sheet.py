@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
 from .errors import SheetError
 from .units import parse_bytes
+from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
@@ -80,7 +80,11 @@ def _parse_margin(value: Any) -> Any:
         if not 0 <= pct < 100:
             raise ValueError(f"expected a percentage in [0, 100), got {value!r}")
         return Margin(percent=pct)
-    return Margin(bytes=_parse_memory(value))
+    try:
+        return Margin(bytes=parse_bytes(value))
+    except SheetError as exc:
+        raise ValueError("expected a percentage of the card's device bytes ('5%') or "
+                         f"{exc.reason[len('expected '):] if exc.reason.startswith('expected ') else exc.reason}") from None
 
 
 MarginField = Annotated[
@@ -258,7 +262,54 @@ class Sheet(_Block):
         if self.task == "qlora" and self.weights not in ("auto", "nf4", "fp4"):
             raise _FieldProblem("weights", self.weights, "qlora trains on a 4-bit bitsandbytes "
                                 "base: expected nf4 or fp4")
+        self._check_set_but_unused()
+        self._check_typical()
         return self
+
+    def _check_set_but_unused(self) -> None:
+        """A key the user set that this sheet would ignore is an error, never dropped silently."""
+        inf = self.inference
+        if inf is not None:
+            given = inf.model_fields_set
+            vllm_only = sorted(given & {"gpu_memory_utilization", "max_num_batched_tokens",
+                                        "max_num_seqs", "block_size"})
+            if inf.engine != "vllm" and vllm_only:
+                raise _FieldProblem(f"inference.{vllm_only[0]}", getattr(inf, vllm_only[0]),
+                                    "applies to engine vllm only; this sheet uses "
+                                    f"engine {inf.engine}")
+            if inf.engine == "vllm" and "cache" in given:
+                raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
+                                    "paged; cache applies to engine transformers")
+            if inf.engine == "vllm" and inf.logits == "all":
+                raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
+                                    "last position of each sequence; 'all' is a plain "
+                                    "transformers forward")
+        q, w = self.quantization.model_fields_set, self.weights
+        if "double_quant" in q and w not in ("auto", "nf4", "fp4"):
+            raise _FieldProblem("quantization.double_quant", self.quantization.double_quant,
+                                f"applies to nf4/fp4 weights, not {w}")
+        if "group_size" in q and w not in ("auto", "gptq-int4", "awq-int4"):
+            raise _FieldProblem("quantization.group_size", self.quantization.group_size,
+                                f"applies to gptq-int4/awq-int4 weights, not {w}")
+        if "compute_dtype" in q and w in ("fp32", "fp16", "bf16"):
+            raise _FieldProblem("quantization.compute_dtype", self.quantization.compute_dtype,
+                                f"applies to quantized weights; {w} computes in {w}")
+
+    def _check_typical(self) -> None:
+        """The middle rung (R9) uses the task's own dimensions, at most the limit's."""
+        t = self.measure.typical
+        block = self.inference if self.task == "inference" else self.training
+        for key in sorted(t.model_fields_set):
+            value = getattr(t, key)
+            if value is None:
+                continue
+            if block is None or key not in type(block).model_fields:
+                raise _FieldProblem(f"measure.typical.{key}", value,
+                                    f"is not a dimension of this {self.task} sheet")
+            limit = getattr(block, key)
+            if value > limit:
+                raise _FieldProblem(f"measure.typical.{key}", value,
+                                    f"the typical rung must not exceed the limit {limit}")
 
 
 def _loc(loc: tuple) -> str:
@@ -281,6 +332,16 @@ def _explain(err: dict) -> str:
         return f"expected {noun} {op} {ctx.get(key)}"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return "expected an integer"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return "expected a mapping (key: value pairs)"
+    if kind in ("bool_type", "bool_parsing"):
+        return "expected true or false"
+    if kind in ("string_type",):
+        return "expected a string"
+    if kind in ("date_type", "date_parsing", "date_from_datetime_parsing"):
+        return "expected a date YYYY-MM-DD"
+    if kind in ("float_type", "float_parsing"):
+        return "expected a number"
     if kind == "literal_error":
         return f"expected one of {ctx.get('expected')}"
     msg = err.get("msg", "invalid value")
@@ -325,13 +386,14 @@ def load_sheet(path: str | Path) -> Sheet:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = parse_yaml(decode_text(p.read_bytes()))
     except OSError as exc:
         raise SheetError(f"cannot read the sheet: {exc.strerror}", file=str(p)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SheetError(f"invalid YAML: {exc}", file=str(p)) from None
+    except YamlProblem as exc:
+        raise SheetError(str(exc), file=str(p)) from None
+    if data is None:
+        raise SheetError("the sheet is empty: expected a mapping with at least model and task",
+                         file=str(p))
     return parse_sheet(data, file=str(p))
 
 

@@ -175,3 +175,30 @@ def test_ranking_selected_by_cost_then_conditional_provisional(tmp_path):
     r = plan(tmp_path, [FULL_OFFER, cheap], evidence=[measurement(SHEET), compat()])
     ranks = {d.offer.id: d.rank for d in r.decisions}
     assert ranks == {"cheap": 1, "full": 2}
+
+
+def test_an_oom_run_never_makes_workload_acceptable(tmp_path):
+    st, d = states(plan(tmp_path, [FULL_OFFER], evidence=[measurement(SHEET, result="oom")]),
+                   "full")
+    assert st["workload"] == "to_confirm" and "stopped (oom" in d.criteria["workload"].reason
+
+
+def test_a_smaller_passing_run_never_makes_memory_acceptable(tmp_path):
+    short = measurement(SHEET, executed={"prompt_tokens": 1024, "new_tokens": 1024,
+                                         "concurrency": 2})
+    st, _ = states(plan(tmp_path, [FULL_OFFER], evidence=[short]), "full")
+    assert st["memory"] == "to_confirm" and st["workload"] == "exclude"
+
+
+def test_an_oom_above_the_required_dimensions_proves_nothing(tmp_path):
+    big = measurement(SHEET, result="oom", executed={"prompt_tokens": 6144, "new_tokens": 1024,
+                                                     "concurrency": 2})
+    assert states(plan(tmp_path, [FULL_OFFER], evidence=[big]), "full")[0]["memory"] == "to_confirm"
+
+
+def test_vllm_memory_reason_states_the_pool_and_concurrency(tmp_path):
+    sheet = {**SHEET, "inference": {"engine": "vllm", "prompt_tokens": 7168, "new_tokens": 1024,
+                                    "concurrency": 64}}
+    st, d = states(plan(tmp_path, [FULL_OFFER], sheet=sheet), "full")
+    reason = d.criteria["memory"].reason
+    assert st["memory"] == "to_confirm" and "max concurrency" in reason and "< 64 required" in reason

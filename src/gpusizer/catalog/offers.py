@@ -13,8 +13,8 @@ import io
 from importlib import resources
 from pathlib import Path
 
-import yaml
 
+from ..yaml_reader import YamlProblem, decode_text, parse_yaml
 from ..errors import CatalogError
 from .catalog_file import CatalogFile, CatalogKind, sha256_hex
 from .offer_row import CONTRACT_KEYS, HOURS_PER_DAY, offer_from_mapping
@@ -55,16 +55,16 @@ def offer_total_usd(offer: Offer, days: float | None) -> float | None:
 
 def _decode(data: bytes, file: str) -> str:
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"not UTF-8 text ({exc})", file=file) from exc
+        return decode_text(data)
+    except YamlProblem as exc:
+        raise CatalogError(str(exc), file=file) from None
 
 
 def _offers_from_yaml(text: str, file: str) -> list[Offer]:
     try:
-        rows = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"not valid YAML: {exc}", file=file) from exc
+        rows = parse_yaml(text)
+    except YamlProblem as exc:
+        raise CatalogError(str(exc), file=file) from None
     if not isinstance(rows, list):
         raise CatalogError(
             f"expected a YAML list of offers (each a mapping of {', '.join(CONTRACT_KEYS)}), "
@@ -90,8 +90,9 @@ def _offers_from_csv(text: str, file: str) -> list[Offer]:
     for number, cells in enumerate(reader, start=1):
         if not any(cell.strip() for cell in cells):
             continue  # a blank line is not a row
-        if len(cells) > len(header):
-            raise CatalogError(f"{len(cells)} cells for {len(header)} columns",
+        if len(cells) != len(header):
+            raise CatalogError(f"{len(cells)} cells for {len(header)} columns (leave a cell empty "
+                               "for an unknown value, but keep every column)",
                                field=f"row {number}", file=file)
         # an empty cell is an absent key (so its default or 'unknown' applies)
         mapping = {name: cell.strip() for name, cell in zip(header, cells) if cell.strip()}

@@ -88,6 +88,18 @@ def _limit_rung(ctx: OfferContext):
     return None, None
 
 
+def _shortfall(rung, required: dict[str, int]) -> dict[str, tuple[int | None, int]]:
+    """Required dimensions the rung did not execute in full: ``{key: (executed, required)}``."""
+    return {k: (rung.executed.get(k), v) for k, v in required.items()
+            if rung.executed.get(k) is None or rung.executed[k] < v}
+
+
+def _at_most_required(rung, required: dict[str, int]) -> bool:
+    """True when every executed dimension is at most the required one (an OOM there proves the
+    required workload saturates too: memory grows with each dimension)."""
+    return all(rung.executed.get(k, v) <= v for k, v in required.items())
+
+
 def workload(ctx: OfferContext) -> Criterion:
     """Workload covered: the executed dimensions equal the required ones (R1, R9)."""
     if not ctx.required:
@@ -96,12 +108,17 @@ def workload(ctx: OfferContext) -> Criterion:
                          "add an inference or training block with the real dimensions")
     doc, rung = _limit_rung(ctx)
     if rung is not None:
-        ran = {k: rung.executed.get(k) for k in ctx.required}
-        short = {k: (ran[k], v) for k, v in ctx.required.items() if ran[k] is None or ran[k] < v}
+        short = _shortfall(rung, ctx.required)
         if short or rung.result == "truncated":
             text = ", ".join(f"{k} {got} < {want}" for k, (got, want) in short.items())
             return Criterion("exclude", "the limit run covered less than the sheet asks: "
                              + (text or "the run truncated its input"), None, (doc.citation(),))
+        if rung.result != "passed":
+            return Criterion("to_confirm", f"the limit run stopped ({rung.result}"
+                             + (f" in phase {rung.failed_phase}" if rung.failed_phase else "")
+                             + "): the required dimensions were not executed to the end",
+                             "rerun the limit rung to completion after the change that fixes it",
+                             (doc.citation(),))
         return Criterion("acceptable", "the limit run executed the required dimensions: "
                          + ", ".join(f"{k}={v}" for k, v in ctx.required.items()), None,
                          (doc.citation(),))
@@ -152,7 +169,7 @@ def memory(ctx: OfferContext) -> Criterion:
     cite_card = {"document": "gpusizer card table", "version": "bundled",
                  "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
     doc, rung = _limit_rung(ctx)
-    if rung is not None and rung.result == "oom":
+    if rung is not None and rung.result == "oom" and _at_most_required(rung, ctx.required):
         return Criterion("exclude", f"out of memory at the required dimensions in phase "
                          f"{rung.failed_phase or 'unknown'} on {ctx.card.name}", None,
                          (doc.citation(),))
@@ -165,18 +182,12 @@ def memory(ctx: OfferContext) -> Criterion:
             return Criterion("exclude", f"vLLM: {v.kv_tokens} KV tokens < one sequence of "
                              f"{ctx.sheet.inference.tokens_per_sequence} tokens: vLLM refuses to "
                              "start", None, (cite_card,))
-        if est.lower_bound_bytes > v.budget_bytes:
-            return Criterion("exclude", f"vLLM: weights + KV cache of the required "
-                             f"{ctx.sheet.inference.concurrency} sequences = "
-                             f"{fmt_bytes(est.lower_bound_bytes)} exceed the pool "
-                             f"{fmt_bytes(v.budget_bytes)} (max concurrency {v.max_concurrency})",
-                             None, (cite_card,))
-    elif est.lower_bound_bytes > device:
+    if est.lower_bound_bytes > device:
         what = "weights + KV cache of the required tokens" if ctx.required else "weights alone"
         return Criterion("exclude", f"{what} = {fmt_bytes(est.lower_bound_bytes)} per GPU exceed "
                          f"the device's {fmt_bytes(device)} (a certain lower bound)", None,
                          (cite_card,))
-    if rung is not None and rung.result == "passed":
+    if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required):
         peaks = [p for p in rung.phases]
         reserved = [p.max_memory_reserved_bytes for p in peaks]
         non_torch = [p.non_torch_bytes for p in peaks]
@@ -192,7 +203,19 @@ def memory(ctx: OfferContext) -> Criterion:
                              "passed", "re-measure with a reasoned margin", (doc.citation(),))
     status = "" if ctx.card.device_bytes.status == "confirmed" else \
         " (the card's device bytes are themselves to confirm)"
-    if not est.phases:
+    if v is not None:
+        need = ctx.sheet.inference.concurrency
+        holds = v.max_concurrency is not None and v.max_concurrency >= need
+        reason = (f"vLLM pool {fmt_bytes(v.budget_bytes)} per GPU leaves a KV cache of "
+                  f"{fmt_bytes(v.kv_cache_bytes)} = {v.kv_tokens} tokens: max concurrency "
+                  f"{v.max_concurrency} at {ctx.sheet.inference.tokens_per_sequence} tokens "
+                  f"{'>=' if holds else '<'} {need} required"
+                  + ("" if holds else " (the rest would queue)")
+                  + (" — an upper bound: " + ", ".join(sorted({n for p in est.phases
+                                                                for n in p.unknown_items}))
+                     + " unknown" if any(p.unknown_items for p in est.phases) else "")
+                  + status)
+    elif not est.phases:
         reason = (f"only the weights are known: weights only {fmt_bytes(est.weights_bytes)}, "
                   f"indicative envelope (weights + reserve {fmt_bytes(est.reserve_bytes)}) "
                   f"{fmt_bytes(est.envelope_bytes)} vs device {fmt_bytes(device)}{status}; "

@@ -86,7 +86,7 @@ def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> W
     rules = card_rules(card=card.name if card else None, compute_capability=cc, weights=wanted,
                        compute_dtype=compute, attention=sheet.attention, engine=engine)
     runs = rules.weights
-    converted = converted or (runs != wanted and facts is not None)
+    converted = facts is not None and stored is not None and runs != stored
     return WeightPlan(stored, runs, rules.compute_dtype, converted, rules)
 
 
@@ -316,6 +316,12 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     items.append(cuda_context_item(all_phases))
     items.append(nccl_item(share.gpus, all_phases))
     items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
+    if inf is not None and inf.engine == "vllm" and facts is not None:
+        vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, items,
+                                     layout)
+        notes += vnotes
+        if vsplit is not None:
+            items = _vllm_pool_items(items, vsplit, facts, plan, lower - weights_bytes)
     item_tuple = tuple(items)
     phases = phase_peaks(item_tuple, all_phases)
     peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)
@@ -323,16 +329,42 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                    else max(p.device_peak_bytes for p in phases))
     live = [it for it in item_tuple if it.phases]
     envelope = None if any(it.bytes is None for it in live) else sum(it.bytes for it in live)
-    if inf is not None and inf.engine == "vllm" and facts is not None:
-        vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, item_tuple,
-                                     layout)
-        notes += vnotes
-        if vsplit is not None:
-            peak = vsplit.budget_bytes
-            device_peak = vsplit.budget_bytes
+    if vsplit is not None:
+        # CONTRACT.md: vLLM takes its whole pool at start; peak_bytes is the budget.
+        peak = device_peak = vsplit.budget_bytes
+        notes.append("vLLM: peak_bytes and device_peak_bytes are vLLM's budget (total × "
+                     "gpu_memory_utilization), which holds weights, the KV pool, the activation "
+                     "peak and non-PyTorch memory; the phase rows show the allocated parts")
     return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
                           device_peak, envelope, lower, item_tuple, phases, vsplit, tuple(notes),
                           card.name if card else None, share.gpus, plan.runs, plan.stored)
+
+
+def _vllm_pool_items(items: list[Item], v, facts: ModelFacts, plan: WeightPlan,
+                     kv_needed: int) -> list[Item]:
+    """With a card, vLLM preallocates its whole KV pool at start: the ``kv_cache`` item becomes
+    the pool (live from load), and the rotary cos/sin cache is an item of its own."""
+    out = []
+    for it in items:
+        if it.name == "kv_cache":
+            pool = max(0, v.kv_blocks * v.block_bytes)
+            out.append(Item("kv_cache", pool, "estimated", ("load", "prefill", "decode"),
+                            it.source + "; vLLM preallocates the whole pool at start "
+                            "(Worker.determine_available_memory)",
+                            f"pool {v.kv_blocks} blocks × {v.block_bytes} B = {v.kv_tokens} "
+                            f"tokens (max concurrency {v.max_concurrency}); the workload needs "
+                            f"{kv_needed} B: {it.formula}"))
+        else:
+            out.append(it)
+    rope = v.weights_bytes - sum(i.bytes for i in items
+                                 if i.name in ("weights", "quantization_metadata"))
+    if rope:
+        out.insert(1, Item("rotary_cache", rope, "estimated", ("load", "prefill", "decode"),
+                           "vLLM RotaryEmbedding._compute_cos_sin_cache: max_position_embeddings "
+                           "× rotary_dim values in the model dtype",
+                           f"{facts.context_window_tokens} positions × rotary dim × "
+                           f"{DTYPE_BYTES[plan.compute_dtype]} B = {rope} B"))
+    return out
 
 
 def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):

@@ -45,6 +45,20 @@ class Share:
     note: str
 
 
+def _check_tp_split(facts: ModelFacts, tp: int) -> None:
+    """Megatron-style tensor parallelism splits whole heads: query heads must divide by the rank
+    count, and KV heads must divide by it (or it by them, when each KV head is replicated) —
+    vLLM refuses other splits (``ModelConfig.verify_with_parallel_config``)."""
+    heads, kv = facts.num_attention_heads, facts.num_key_value_heads
+    if heads % tp:
+        raise SheetError(f"tensor parallelism over {tp} GPUs cannot split {heads} attention heads "
+                         f"evenly; choose a GPU count that divides {heads}",
+                         field="placement.gpus", value=tp)
+    if facts.mla is None and ((tp <= kv and kv % tp) or (tp > kv and tp % kv)):
+        raise SheetError(f"tensor parallelism over {tp} GPUs cannot split or replicate {kv} KV "
+                         "heads evenly", field="placement.gpus", value=tp)
+
+
 def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                     concurrency: int) -> Share:
     """The heaviest GPU's share for inference.
@@ -64,6 +78,8 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
         return Share(gpus, strategy, 1, one, one, seqs,
                      f"a full replica per GPU serving ceil({concurrency}/{gpus}) = {seqs} sequences")
     if strategy == "tensor-parallel":
+        if facts is not None:
+            _check_tp_split(facts, gpus)
         return Share(gpus, strategy, gpus, Fraction(1, gpus), one, concurrency,
                      f"weights and KV heads split {gpus} ways (norms replicated, negligible)")
     # device-map: contiguous layer runs

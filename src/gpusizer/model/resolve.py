@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import HubError, ModelError
+from ..errors import HubError, ModelError, ModelNotFoundError
 from .config import facts_from_config
 from .facts import ModelFacts
 from .hub_access import hub_failures, hub_offline
@@ -74,7 +74,7 @@ def _from_hub(model_id: str, revision: str | None, *, registry_revision: str | N
     if hub_offline():
         known = (f" The bundled registry knows it at revision {registry_revision}: ask for that "
                  "revision, or pass" if registry_revision else " Pass")
-        raise HubError(f"{model_id} is not in the bundled registry at revision "
+        raise ModelNotFoundError(f"{model_id} is not in the bundled registry at revision "
                        f"{revision or 'main'} and HF_HUB_OFFLINE is set.{known} model.path (a "
                        "folder with its config.json) instead", field="model.id", value=model_id)
     from huggingface_hub import hf_hub_download
@@ -82,7 +82,10 @@ def _from_hub(model_id: str, revision: str | None, *, registry_revision: str | N
     try:
         local = hf_hub_download(model_id, "config.json", revision=revision)
     except hub_failures() as exc:
-        raise HubError(f"cannot download config.json of {model_id}@{revision or 'main'}: {exc}. "
+        kind = (ModelNotFoundError if type(exc).__name__ in (
+            "RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError",
+            "RemoteEntryNotFoundError", "GatedRepoError") else HubError)
+        raise kind(f"cannot download config.json of {model_id}@{revision or 'main'}: {exc}. "
                        "Check the id and revision, log in for gated models (hf auth login), or "
                        "pass model.path", field="model.id", value=model_id) from exc
     where = f"https://huggingface.co/{model_id}/blob/{revision or 'main'}/config.json"

@@ -59,8 +59,16 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
     }
 
 
-def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int = 0) -> dict[str, Any]:
+def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int | None = 0) -> dict[str, Any]:
     """The ``model`` object."""
+    out = _model_core(sheet, facts, trainable)
+    if trainable is None:
+        out["trainable_parameters_unknown_reason"] = (
+            "LoRA/QLoRA adapter parameters are not counted by this version")
+    return out
+
+
+def _model_core(sheet: Sheet, facts: ModelFacts | None, trainable: int | None) -> dict[str, Any]:
     if facts is None:
         return {"id": None, "revision": sheet.model.revision, "parameters": sheet.model.parameters,
                 "trainable_parameters": trainable, "architecture": None,
@@ -75,10 +83,14 @@ def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int = 0) -> di
             "unrecognised_keys": list(facts.unrecognised_keys)}
 
 
-def _trainable(sheet: Sheet, facts: ModelFacts | None) -> int:
+def _trainable(sheet: Sheet, facts: ModelFacts | None) -> int | None:
+    """0 for inference, every parameter for full fine-tuning; None (unknown, never 0) for LoRA
+    and QLoRA, whose adapter count is not computed by this version."""
     if sheet.task == "full":
-        return facts.total_parameters if facts else (sheet.model.parameters or 0)
-    return 0
+        return facts.total_parameters if facts else sheet.model.parameters
+    if sheet.task == "inference":
+        return 0
+    return None
 
 
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
@@ -117,7 +129,11 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
         })
     return {
         "gpusizer": {"version": r.version,
-                     "catalogs": [{"file": f.path, "sha256": f.sha256} for f in r.catalogs],
+                     "catalogs": [{"file": f.path, "sha256": f.sha256, "kind": f.kind,
+                                   "offers": f.offers,
+                                   "skipped_rows": [{"row": x.row, "label": x.label,
+                                                     "reason": x.reason} for x in f.skipped]}
+                                  for f in r.catalogs],
                      "registry": REGISTRY_NOTE},
         "sheet": r.sheet.model_dump(mode="json"), "sheet_sha256": r.sheet_sha256,
         "model": model_dict(r.sheet, r.facts, _trainable(r.sheet, r.facts)),

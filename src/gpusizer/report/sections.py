@@ -42,9 +42,11 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
              + (f", stored {mem['stored_format']}" if mem.get("stored_format") else "") + ")"]
     if s.get("inference"):
         i = s["inference"]
+        cache = "paged (vLLM)" if i["engine"] == "vllm" else i["cache"]
+        attention = "vLLM's FlashAttention backend" if i["engine"] == "vllm" else s["attention"]
         lines.append(f"Lengths: prompt {i['prompt_tokens']} + new {i['new_tokens']} tokens per "
                      f"sequence; concurrency {i['concurrency']} sequences; engine {i['engine']}; "
-                     f"KV cache {i['kv_cache_dtype']}, {i['cache']}; attention {s['attention']}")
+                     f"KV cache {i['kv_cache_dtype']}, {cache}; attention {attention}")
     if s.get("training"):
         t = s["training"]
         lines.append(f"Training: sequence {t['sequence_length']} tokens; microbatch "
@@ -156,7 +158,13 @@ def offer_sections(doc: dict[str, Any]) -> list[Section]:
                                   str(x["card_bytes"]), f"{100 * x['relative_difference']:+.1f}")
                                  for x in disc)))
     cats = doc["gpusizer"]["catalogs"]
+    skipped = [(c["file"], x) for c in cats for x in c.get("skipped_rows", [])]
+    if skipped:
+        out.append(Section("Catalog rows that gave no offer", ("file", "row", "label", "reason"),
+                           tuple((f, str(x["row"]), x["label"], x["reason"])
+                                 for f, x in skipped)))
     out.append(Section("Provenance", lines=(
         f"gpusizer {doc['gpusizer']['version']}; sheet sha256 {doc.get('sheet_sha256', '-')}",
-        *(f"catalog {c['file']} sha256 {c['sha256']}" for c in cats))))
+        *(f"catalog {c['file']} sha256 {c['sha256']} ({c.get('offers', '?')} offers)"
+          for c in cats))))
     return out

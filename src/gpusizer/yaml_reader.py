@@ -1,0 +1,71 @@
+"""Reading YAML input (sheets, catalogs) strictly: text only, no implicit timestamps, no
+duplicate keys, one-line errors.
+
+PyYAML's safe loader turns ``2026-13-45`` into a date while parsing (and crashes on an impossible
+one) and lets a repeated key silently override the first. Here dates stay strings for pydantic to
+validate with a field path, and a repeated key is an error: a typo never wins silently.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+__all__ = ["YamlProblem", "parse_yaml", "decode_text"]
+
+
+class YamlProblem(ValueError):
+    """Why a YAML text could not be read (one line, with the line and column)."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader without the timestamp resolver and with duplicate-key detection."""
+
+
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise YamlProblem(f"key {key!r} is given twice (line {seen[key] + 1} and line "
+                              f"{key_node.start_mark.line + 1})")
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (with or without BOM) bytes → text.
+
+    Raises:
+        YamlProblem: the bytes are not UTF-8 text (binary or another encoding).
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise YamlProblem(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def parse_yaml(text: str) -> object:
+    """Parse one YAML document strictly.
+
+    Raises:
+        YamlProblem: invalid YAML (with line and column) or a duplicate key.
+    """
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except YamlProblem:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise YamlProblem(f"invalid YAML{where}: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(f"invalid YAML: {str(exc).splitlines()[0]}") from None

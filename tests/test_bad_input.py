@@ -1,0 +1,111 @@
+"""Bad input gets exit 2 and a one-line message naming the field, the value and the expectation;
+nothing set by the user is silently ignored (found by a fresh-user trial)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from .conftest import REPO_ROOT, SHARED, run_cli
+
+OK = ("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: inference\nweights: bf16\n"
+      "inference: {prompt_tokens: 1024, new_tokens: 256}\n")
+
+
+def _sheet(tmp_path, text, name="s.yaml"):
+    p = tmp_path / name
+    p.write_text(text) if isinstance(text, str) else p.write_bytes(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text,fragment", [
+    (OK + "budget: {deadline: 2026-13-45}\n", "budget.deadline: expected a date"),
+    (OK + "weights: fp16\n", "key 'weights' is given twice"),
+    (b"\xff\xfe\x00garbage\x81", "not UTF-8 text"),
+    ("", "the sheet is empty"),
+    ("- a\n- b\n", "expected a mapping"),
+    ("model: [\n", "invalid YAML at line"),
+    (OK.replace("inference: {", "inference: {gpu_memory_utilization: 0.5, "),
+     "inference.gpu_memory_utilization: applies to engine vllm only"),
+    (OK + "quantization: {double_quant: true}\n", "quantization.double_quant"),
+    (OK + "measure: {typical: {microbatch: 2}}\n", "measure.typical.microbatch"),
+    (OK + "measure: {typical: {prompt_tokens: 99999}}\n", "must not exceed the limit 1024"),
+    (OK + "margin: '5'\n", "expected a percentage"),
+    (OK.replace("meta-llama/Meta-Llama-3.1-70B", "x").replace(
+        "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-70B")
+     + "placement: {gpus: 3, strategy: tensor-parallel}\n", "cannot split 64 attention heads"),
+    (OK.replace("meta-llama/Meta-Llama-3.1-8B", "nobody/not-a-model"), "not in the bundled"),
+])
+def test_invalid_sheets_exit_2_with_one_line(tmp_path, text, fragment):
+    p = run_cli("estimate", _sheet(tmp_path, text), check=2)
+    assert fragment in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_output_path_errors_exit_2(tmp_path):
+    s = _sheet(tmp_path, OK)
+    p = run_cli("plan", s, "-o", str(tmp_path), check=2)
+    assert "-o/--out" in p.stderr and "Traceback" not in p.stderr
+    run_cli("plan", s, "-o", str(tmp_path / "no" / "such" / "x.md"), check=2)
+
+
+def test_format_follows_the_output_extension(tmp_path):
+    s = _sheet(tmp_path, OK)
+    run_cli("plan", s, "-o", str(tmp_path / "out.html"))
+    assert (tmp_path / "out.html").read_text().startswith("<!DOCTYPE html>")
+    run_cli("plan", s, "-o", str(tmp_path / "out.json"))
+    assert json.loads((tmp_path / "out.json").read_text())["sheet_sha256"]
+
+
+def test_relative_model_path_is_read_from_the_sheets_folder(tmp_path):
+    cfg = SHARED / "data" / "models" / "Qwen--Qwen3-0.6B" / "config.json"
+    if not cfg.is_file():
+        pytest.skip(f"{cfg} absent (../shared not beside the checkout)")
+    (tmp_path / "qwen").mkdir()
+    shutil.copy(cfg, tmp_path / "qwen" / "config.json")
+    s = _sheet(tmp_path, "model: {path: qwen}\ntask: inference\n"
+                         "inference: {prompt_tokens: 100, new_tokens: 10}\n")
+    p = run_cli("estimate", s, "--format", "json")  # cwd is the repository, not tmp_path
+    assert json.loads(p.stdout)["model"]["parameters"] == 596_049_920
+
+
+def _evidence(tmp_path, doc):
+    d = tmp_path / "ev"
+    d.mkdir(exist_ok=True)
+    (d / "e.json").write_text(json.dumps(doc) if isinstance(doc, dict) else doc)
+    return str(d)
+
+
+@pytest.mark.parametrize("doc,fragment", [
+    ({"kind": "measurement", "document": "d", "version": "1",
+      "rungs": [{"name": "limit", "result": "passed",
+                 "phases": [{"name": "decode", "max_memory_reserved_bytes": -100}]}]},
+     "greater than or equal to 0"),
+    ("{not json", "cannot read JSON"),
+    ({"kind": "rumour", "document": "d", "version": "1"}, "kind"),
+])
+def test_malformed_evidence_exits_2(tmp_path, doc, fragment):
+    p = run_cli("plan", _sheet(tmp_path, OK), "--evidence", _evidence(tmp_path, doc), check=2)
+    assert fragment in p.stderr and "Traceback" not in p.stderr
+
+
+def test_short_csv_row_is_an_error(tmp_path):
+    cat = tmp_path / "c.csv"
+    cat.write_text("id,provider,card,cards,days,total_usd\na,p,L4,1,3\n")
+    p = run_cli("plan", _sheet(tmp_path, OK), "--catalog", str(cat), check=2)
+    assert "5 cells for 6 columns" in p.stderr
+
+
+def test_lora_trainable_parameters_are_unknown_not_zero(tmp_path):
+    s = _sheet(tmp_path, "model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: lora\nweights: bf16\n"
+                         "training: {sequence_length: 2048, microbatch: 2}\n")
+    doc = json.loads(run_cli("estimate", s, "--format", "json").stdout)
+    assert doc["model"]["trainable_parameters"] is None
+    assert doc["model"]["trainable_parameters_unknown_reason"]
+    assert doc["memory"]["peak_bytes"] is None
+
+
+def test_repo_root_fixture():
+    assert (REPO_ROOT / "pyproject.toml").is_file()
