@@ -198,7 +198,7 @@ def test_an_oom_above_the_required_dimensions_proves_nothing(tmp_path):
 
 def test_vllm_memory_reason_states_the_pool_and_concurrency(tmp_path):
     sheet = {**SHEET, "inference": {"engine": "vllm", "prompt_tokens": 7168, "new_tokens": 1024,
-                                    "concurrency": 64}}
+                                    "concurrency": 30}}
     st, d = states(plan(tmp_path, [FULL_OFFER], sheet=sheet), "full")
     reason = d.criteria["memory"].reason
-    assert st["memory"] == "to_confirm" and "max concurrency" in reason and "< 64 required" in reason
+    assert st["memory"] == "to_confirm" and "max concurrency" in reason and "< 30 required" in reason
