@@ -105,7 +105,8 @@ def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
     else:
         from .report.markdown import render_markdown
         text = render_markdown(doc)
-    if not quiet and (out is not None or fmt != "md") and sys.stderr.isatty():
+    # The rich table goes to the terminal (stderr) when the document itself goes elsewhere.
+    if not quiet and sys.stderr.isatty() and (out is not None or not sys.stdout.isatty()):
         from .report.terminal import print_terminal
         print_terminal(doc)
     _write(text, out)
@@ -123,7 +124,7 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
         result = run_estimate(_load(sheet), card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
-    _render(estimate_document(result), _format(format, out, ("md", "json")), out, True)
+    _render(estimate_document(result), _format(format, out, ("md", "json")), out, False)
 
 
 @app.command()

@@ -188,7 +188,7 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         offer_days = offer.days if offer.days is not None else days
         total = offer_total_usd(offer, offer_days)
         ctx = OfferContext(sheet, facts, offer, card, card_est, evidence, total, offer_days, ckpt,
-                           note, required)
+                           card_note=note, checkpoint_source=ckpt_src, required=required)
         crit = {}
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)

@@ -46,6 +46,7 @@ class OfferContext:
         total_usd: the lot's price for the campaign (None when undocumented).
         days: rental days used for the price.
         checkpoint_bytes: bytes of the weights on disk (for storage and host RAM).
+        checkpoint_source: how ``checkpoint_bytes`` was obtained (safetensors headers, arithmetic).
         card_note: why the card is unknown or ambiguous, if it is.
     """
 
@@ -59,6 +60,7 @@ class OfferContext:
     days: float | None
     checkpoint_bytes: int | None
     card_note: str | None = None
+    checkpoint_source: str = ""
     required: dict[str, int] = field(default_factory=dict)
 
 
@@ -305,13 +307,17 @@ def distribution(ctx: OfferContext) -> Criterion:
             missing.append(f"interconnect {req.interconnect} (undocumented)")
         elif o.interconnect.lower() != req.interconnect.lower():
             excl.append(f"interconnect {o.interconnect} where {req.interconnect} is required")
+    basis = ("" if ctx.checkpoint_bytes is None else
+              f" [needs: host RAM to load and disk = checkpoint {fmt_bytes(ctx.checkpoint_bytes)} "
+              f"({ctx.checkpoint_source}): safetensors are memory-mapped, every page passes "
+              "through host memory once; or the sheet's requirements if larger]")
     if excl:
-        return Criterion("exclude", "; ".join(excl), None, (_offer_doc(ctx),))
+        return Criterion("exclude", "; ".join(excl) + basis, None, (_offer_doc(ctx),))
     if missing:
-        return Criterion("to_confirm", "required characteristics undocumented",
+        return Criterion("to_confirm", "required characteristics undocumented" + basis,
                          "confirm " + "; ".join(missing), (_offer_doc(ctx),))
     return Criterion("acceptable", "placement, host RAM, storage and interconnect documented and "
-                     "sufficient", None, (_offer_doc(ctx),))
+                     "sufficient" + basis, None, (_offer_doc(ctx),))
 
 
 def budget(ctx: OfferContext, today: dt.date | None = None) -> Criterion:
