@@ -18,4 +18,4 @@ def test_terminal_table_shows_phase_peaks_and_offers():
     assert "Phase peaks" in text and "Offers" in text and "conditional" in text
     decode = next(p for p in doc["memory"]["phases"] if p["name"] == "decode")
     assert f"{decode['peak_bytes'] / 2**30:.2f}" in text
-    assert "What could invalidate" not in text or "twice the length" in text
+    assert "twice the length (16384 tokens per sequence)" in text
