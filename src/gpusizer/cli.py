@@ -47,13 +47,33 @@ def _write(text: str, out: Optional[Path]) -> None:
     typer.echo(f"wrote {out}", err=True)
 
 
-def _format(fmt: Optional[Enum], out: Optional[Path], allowed: tuple[str, ...]) -> str:
-    """The --format given, else the -o file's extension (.json, .html, .md), else Markdown."""
+_EXTENSIONS = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}
+
+
+def _format(fmt: Optional[Enum], out: Optional[Path], allowed: tuple[str, ...],
+            inputs: tuple[Optional[Path], ...] = ()) -> str:
+    """The --format given, else the -o file's extension (.json, .html, .md), else Markdown.
+
+    Refuses an -o that is one of the inputs (it would be overwritten) and an extension that
+    names no format when --format is absent."""
+    if out is not None:
+        target = out.expanduser().resolve()
+        for p in inputs:
+            if p is not None and p.expanduser().resolve() == target:
+                typer.echo(f"error: -o/--out: {str(out)!r} is an input of this command; "
+                           "expected a new output file", err=True)
+                raise typer.Exit(2)
     if fmt is not None:
         return fmt.value
-    ext = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}.get(
-        out.suffix.lower() if out else "", "md")
-    return ext if ext in allowed else "md"
+    if out is None:
+        return "md"
+    ext = _EXTENSIONS.get(out.suffix.lower())
+    if ext is None or ext not in allowed:
+        typer.echo(f"error: -o/--out: cannot tell the format from {out.suffix or 'no extension'!r}"
+                   f"; expected one of {', '.join('.' + a for a in allowed)} or --format",
+                   err=True)
+        raise typer.Exit(2)
+    return ext
 
 
 def _load(sheet: Path):
@@ -92,7 +112,9 @@ def plan(sheet: SheetArg,
                           base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
-    _render(plan_document(result), _format(format, out, ("md", "json", "html")), out, quiet)
+    inputs = (sheet, *(catalog or ()))
+    _render(plan_document(result), _format(format, out, ("md", "json", "html"), inputs), out,
+            quiet)
 
 
 def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
@@ -124,7 +146,7 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
         result = run_estimate(_load(sheet), card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
-    _render(estimate_document(result), _format(format, out, ("md", "json")), out, False)
+    _render(estimate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, False)
 
 
 @app.command()
@@ -143,7 +165,8 @@ def fit(sheet: SheetArg,
     else:
         lines = [f"# gpusizer fit on {answer['card']} (device {answer['device_bytes']} B, margin "
                  f"{answer['margin']})", ""]
-        lines += [f"- {k}: {v}" for k, v in answer["answers"].items()]
+        lines += [f"- {k}: {v if v is not None else 'none (not even one sequence fits)'}"
+                  for k, v in answer["answers"].items()]
         lines += [f"- note: {n}" for n in answer["notes"]]
         _write("\n".join(lines) + "\n", None)
 

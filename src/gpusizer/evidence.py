@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EvidenceError
 
@@ -84,6 +84,16 @@ class EvidenceDoc(BaseModel):
     result: Literal["passed", "failed"] | None = None
     file: str = Field("", exclude=True)
 
+    @model_validator(mode="after")
+    def _kind_fields(self) -> "EvidenceDoc":
+        if self.kind in ("compatibility", "placement") and self.result is None:
+            raise ValueError(f"a {self.kind} document needs result: passed or failed")
+        if self.kind == "measurement" and not self.rungs:
+            raise ValueError("a measurement document needs rungs (short / typical / limit)")
+        if self.kind == "quality" and not isinstance(self.extra("passed"), bool):
+            raise ValueError("a quality document needs passed: true or false")
+        return self
+
     def extra(self, key: str, default: Any = None) -> Any:
         """A kind-specific field."""
         return (self.model_extra or {}).get(key, default)
@@ -109,11 +119,14 @@ class EvidenceSet:
         return [d for d in self.docs if d.kind == kind]
 
 
-def load_evidence(directory: str | Path | None, *, sheet_sha256: str) -> EvidenceSet:
+def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
+                  quality_sha256: str | None = None) -> EvidenceSet:
     """Read every ``*.json`` in ``directory``.
 
     Evidence whose ``sheet_sha256`` differs from the plan's is set aside with the reason (it
-    measured another workload); quality evidence may instead match its locked criteria hash.
+    measured another workload); quality evidence may instead match the hash of the sheet's quality
+    criteria (``criteria_sha256``, see ``sheet.quality_sha256``). Commercial documents are not
+    tied to a sheet.
 
     Raises:
         EvidenceError: unreadable JSON or a malformed document (file and field named).
@@ -138,7 +151,14 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str) -> Evidenc
             loc = ".".join(str(p) for p in err["loc"])
             raise EvidenceError(f"{err['msg']} (got {err.get('input')!r})", file=str(path),
                                 field=loc) from None
-        if doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256 and doc.kind != "quality":
+        if doc.kind == "quality":
+            if doc.sheet_sha256 != sheet_sha256 and (
+                    quality_sha256 is None or doc.extra("criteria_sha256") != quality_sha256):
+                ignored.append((str(path), "quality evidence matches neither this sheet's "
+                                f"sha256 {sheet_sha256} nor its quality criteria's "
+                                f"{quality_sha256}: it judged other criteria"))
+                continue
+        elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
             ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
                                        f"{sheet_sha256}: it documents another workload"))
             continue

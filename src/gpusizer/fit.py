@@ -53,18 +53,24 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     device = int(card.device_bytes.value)
     margin = sheet.margin.of(device)
 
+    unknown: set[str] = set()
+
     def fits(s: Sheet) -> bool:
         try:
             est = estimate_memory(s, facts, card=card)
         except SheetError:
             return False
+        unknown.update(n for p in est.phases for n in p.unknown_items)
         v = est.vllm
         if v is not None:
             # the pool must start and hold every required sequence at once (no queueing)
-            conc = s.inference.concurrency
-            return (bool(v.starts) and v.max_concurrency is not None
-                    and v.max_concurrency >= conc and est.lower_bound_bytes <= device)
-        return est.device_peak_bytes is not None and est.device_peak_bytes + margin <= device
+            return (bool(v.starts) and v.sequences_held is not None
+                    and v.sequences_held >= s.inference.concurrency
+                    and est.lower_bound_bytes <= device)
+        peak = est.device_peak_bytes
+        if peak is None:  # unknown items: judge on the known part (an upper bound on the answer)
+            peak = max(p.known_bytes for p in est.phases)
+        return peak + margin <= device
 
     def with_inf(**kw) -> Sheet:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
@@ -75,15 +81,17 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     prompt = None if max_prompt < 1 else _largest(1, max_prompt,
                                                    lambda p: fits(with_inf(prompt_tokens=p)))
     answers = {
-        "largest concurrency at the required length": (
-            conc if conc is not None else "none: one sequence of the required length does not fit"),
-        "largest prompt_tokens at the required concurrency and new_tokens": (
-            prompt if prompt is not None else "none"),
+        "largest concurrency at the required length": conc,
+        "largest prompt_tokens at the required concurrency and new_tokens": prompt,
         "largest context (prompt + new tokens)": (
-            prompt + inf.new_tokens if prompt is not None else "none"),
+            prompt + inf.new_tokens if prompt is not None else None),
     }
+    notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
+             "`gpusizer measure`",
+             f"search bounded by the context window {window} tokens and 65536 sequences",
+             "null: not even one sequence of the required length fits"]
+    if unknown:
+        notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
+                     + ") were left out of the peaks")
     return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
-            "answers": answers,
-            "notes": ["estimated peaks (arithmetic), not measured: confirm the boundary with "
-                      "`gpusizer measure`",
-                      f"search bounded by the context window {window} tokens and 65536 sequences"]}
+            "answers": answers, "notes": notes}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from . import __version__
@@ -20,7 +21,7 @@ from .memory.estimate import estimate_memory
 from .memory.items import MemoryEstimate
 from .memory.weights import dense_bytes, weight_breakdown
 from .model.facts import ModelFacts
-from .sheet import Sheet, sheet_sha256
+from .sheet import Sheet, quality_sha256, sheet_sha256
 
 __all__ = ["resolve_facts", "EstimateResult", "run_estimate", "PlanResult", "run_plan",
            "required_dimensions", "checkpoint_bytes"]
@@ -73,10 +74,24 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None
     fmt = facts.stored_format
     if fmt is None:
         return None, "the stored format is unknown"
-    bd = weight_breakdown(facts, fmt, compute_dtype="bf16",
-                          group_size=sheet.quantization.group_size,
-                          double_quant=sheet.quantization.double_quant)
-    return bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
+    from .memory.estimate import quant_params
+    group_size, double_quant = quant_params(sheet, facts, fmt)
+    bd = weight_breakdown(facts, fmt, compute_dtype="bf16", group_size=group_size,
+                          double_quant=double_quant)
+    total, how = bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
+    extra = facts.unloaded_checkpoint_layers
+    if extra:
+        # one more decoder layer per unloaded layer: the routed experts of an average MoE layer
+        # plus the average rest of a layer, at the stored format's bytes per parameter
+        per_param = Fraction(total, facts.total_parameters)
+        experts = facts.parameters_by_role("expert_linear")
+        body = facts.total_parameters - experts - facts.parameters_by_role("embedding", "lm_head")
+        moe_layers = facts.moe.moe_layers if facts.moe and facts.moe.moe_layers else 1
+        layer = Fraction(experts, moe_layers) + Fraction(body, facts.num_layers)
+        total += int(extra * layer * per_param)
+        how += (f" + {extra} layer(s) the checkpoint stores but transformers does not load "
+                "(≈ one average MoE decoder layer each; a lower bound)")
+    return total, how
 
 
 @dataclass
@@ -173,7 +188,11 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         offers, files = load_catalogs(list(catalogs), days=days)
     else:
         offers, files = load_default_catalog()
-    evidence = load_evidence(evidence_dir, sheet_sha256=sha)
+    if not offers:
+        from .errors import CatalogError
+        raise CatalogError("the catalog(s) gave no offer to classify: expected at least one row",
+                           field="--catalog", value=[str(c) for c in catalogs or ()])
+    evidence = load_evidence(evidence_dir, sheet_sha256=sha, quality_sha256=quality_sha256(sheet))
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}
@@ -195,10 +214,20 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
                                        card_note=note))
     rank_offers(decisions)
+    cited = {json_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
+    unapplied = [(doc.file, "in scope of no offer (card and device bytes, provider and image, or "
+                  "offer id differ) or without the fields its criterion reads")
+                 for doc in evidence.docs if json_key(doc.citation()) not in cited]
+    evidence = EvidenceSet(evidence.docs, evidence.ignored + tuple(unapplied))
     inval = _invalidators(sheet, facts, est, decisions)
     discrepancies = [d for f in files for d in getattr(f, "discrepancies", ())]
     return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
                       discrepancies)
+
+
+def json_key(citation: dict) -> tuple:
+    """A hashable key of an evidence citation."""
+    return tuple(sorted(citation.items()))
 
 
 def _invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,

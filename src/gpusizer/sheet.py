@@ -23,7 +23,7 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
     "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "load_sheet", "parse_sheet",
-    "sheet_sha256", "canonical_json",
+    "sheet_sha256", "canonical_json", "quality_sha256",
 ]
 
 WEIGHT_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4", "gptq-int4",
@@ -112,7 +112,8 @@ class ModelRef(_Block):
     ``parameters`` (a bare dense count, the seed's calculator)."""
 
     id: str | None = Field(None, description="Hub id, e.g. meta-llama/Meta-Llama-3.1-8B")
-    revision: str = Field("main", description="commit sha, tag or branch; recorded on every output")
+    revision: str = Field("main", min_length=1,
+                          description="commit sha, tag or branch; recorded on every output")
     path: str | None = Field(None, description="folder holding config.json (+ safetensors)")
     parameters: PositiveInt | None = Field(None, description="bare dense parameter count")
     trust_remote_code: bool = Field(False, description="never execute remote model code unless true")
@@ -280,6 +281,10 @@ class Sheet(_Block):
             if inf.engine == "vllm" and "cache" in given:
                 raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
                                     "paged; cache applies to engine transformers")
+            if inf.engine == "transformers" and inf.kv_cache_dtype == "fp8":
+                raise _FieldProblem("inference.kv_cache_dtype", "fp8", "transformers has no fp8 "
+                                    "KV cache (its quantized caches are quanto/HQQ int2/int4); "
+                                    "fp8 KV needs engine vllm")
             if inf.engine == "vllm" and inf.logits == "all":
                 raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
                                     "last position of each sequence; 'all' is a plain "
@@ -338,8 +343,10 @@ def _explain(err: dict) -> str:
         return "expected true or false"
     if kind in ("string_type",):
         return "expected a string"
-    if kind in ("date_type", "date_parsing", "date_from_datetime_parsing"):
+    if kind.startswith("date"):
         return "expected a date YYYY-MM-DD"
+    if kind == "string_too_short":
+        return "expected a non-empty string"
     if kind in ("float_type", "float_parsing"):
         return "expected a number"
     if kind == "literal_error":
@@ -402,6 +409,16 @@ def canonical_json(sheet: Sheet) -> str:
     sorted keys, no spaces (CONTRACT.md, evidence files)."""
     data = sheet.model_dump(mode="json")
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def quality_sha256(sheet: Sheet) -> str | None:
+    """SHA-256 of the quality block's canonical JSON (the criteria quality evidence must match),
+    or None without a quality block."""
+    if sheet.quality is None:
+        return None
+    data = json.dumps(sheet.quality.model_dump(mode="json"), sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 
 def sheet_sha256(sheet: Sheet) -> str:

@@ -8,7 +8,7 @@ import json
 import yaml
 
 from gpusizer.pipeline import run_plan
-from gpusizer.sheet import parse_sheet, sheet_sha256
+from gpusizer.sheet import parse_sheet, quality_sha256, sheet_sha256
 
 TODAY = dt.date(2026, 11, 30)
 SHEET = {"model": {"id": "meta-llama/Meta-Llama-3.1-8B"}, "task": "inference", "weights": "bf16",
@@ -159,9 +159,15 @@ def test_quality(tmp_path):
     st, d = states(plan(tmp_path, [FULL_OFFER], sheet=nf4), "full")
     assert st["quality"] == "to_confirm" and "nf4 not yet evaluated" in d.criteria["quality"].reason
     q = {"kind": "quality", "document": "q.json", "version": "1", "candidate_format": "nf4",
-         "reference_format": "bf16", "passed": False}
+         "reference_format": "bf16", "passed": False,
+         "criteria_sha256": quality_sha256(parse_sheet(nf4))}
     assert states(plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[q]), "full")[0]["quality"] \
         == "exclude"
+    # evidence judged against other criteria (another corpus) does not count
+    other = {**q, "passed": True, "criteria_sha256": "0" * 64}
+    r = plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[other])
+    assert states(r, "full")[0]["quality"] == "to_confirm"
+    assert "other criteria" in r.evidence.ignored[0][1]
 
 
 def test_unknown_card_is_never_guessed(tmp_path):
@@ -202,3 +208,11 @@ def test_vllm_memory_reason_states_the_pool_and_concurrency(tmp_path):
     st, d = states(plan(tmp_path, [FULL_OFFER], sheet=sheet), "full")
     reason = d.criteria["memory"].reason
     assert st["memory"] == "to_confirm" and "max concurrency" in reason and "< 30 required" in reason
+
+
+def test_unrecorded_executed_dimensions_stay_to_confirm(tmp_path):
+    doc = measurement(SHEET)
+    doc["rungs"][0]["executed"] = {}
+    st, d = states(plan(tmp_path, [FULL_OFFER], evidence=[doc]), "full")
+    assert st["workload"] == "to_confirm" and "did not record" in d.criteria["workload"].reason
+    assert st["memory"] == "to_confirm"

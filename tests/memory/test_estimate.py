@@ -95,7 +95,12 @@ def test_placements_per_gpu():
     one = estimate_memory(sheet(inference=INF), f)
     tp = estimate_memory(sheet(inference=INF, placement={"gpus": 4, "strategy": "tensor-parallel"}), f)
     dm = estimate_memory(sheet(inference=INF, placement={"gpus": 4, "strategy": "device-map"}), f)
-    assert tp.weights_bytes == one.weights_bytes // 4
+    # transformers replicates the embedding (128256 × 8192) on every rank; vLLM splits it
+    embed = 128256 * 8192
+    assert tp.weights_bytes == (f.total_parameters - embed) * 2 // 4 + embed * 2
+    vllm = estimate_memory(sheet(inference={**INF, "engine": "vllm"},
+                                 placement={"gpus": 4, "strategy": "tensor-parallel"}), f)
+    assert vllm.weights_bytes == one.weights_bytes // 4
     # device-map: 20 of 80 layers + the (untied) lm_head or embedding on the heaviest GPU
     assert one.weights_bytes // 4 < dm.weights_bytes < one.weights_bytes // 3
     assert tp.item("nccl_buffers").bytes is None and tp.device_peak_bytes is None
@@ -110,3 +115,74 @@ def test_bare_count_with_inference_block_keeps_unknowns_unknown():
     est = estimate_memory(s, None)
     assert est.item("kv_cache").bytes is None and est.peak_bytes is None
     assert "architecture" in est.item("kv_cache").unknown_reason
+
+
+def test_sliding_layers_hold_the_whole_prompt_at_prefill():
+    # transformers keeps a view of the full prompt K/V in sliding layers until the first decode
+    f = facts_of("google/gemma-2-9b")
+    est = estimate_memory(sheet(inference={"prompt_tokens": 7168, "new_tokens": 1024,
+                                           "concurrency": 8}), f)
+    per_layer_token = 2 * 8 * 256 * 2
+    kv = est.item("kv_cache")
+    assert kv.bytes_in("prefill") == 8 * 7168 * 42 * per_layer_token
+    assert kv.bytes_in("decode") == 8 * (21 * 8192 + 21 * 4096) * per_layer_token
+    assert est.lower_bound_bytes == est.weights_bytes + kv.bytes_in("decode")
+
+
+def test_bitsandbytes_leaves_moe_experts_in_16_bit_under_transformers():
+    f = facts_of("Qwen/Qwen3-30B-A3B")
+    nf4 = estimate_memory(sheet(weights="nf4", inference=INF), f)
+    experts = f.parameters_by_role("expert_linear")
+    assert nf4.weights_bytes > experts * 2  # experts stay bf16 (bitsandbytes#1849)
+    assert any("bitsandbytes#1849" in n for n in nf4.notes)
+    vllm = estimate_memory(sheet(weights="nf4", inference={**INF, "engine": "vllm"}), f)
+    assert vllm.weights_bytes < experts  # vLLM's fused MoE takes 4-bit experts
+
+
+def test_bitsandbytes_matmul_transients_in_prefill():
+    f = facts_of(LLAMA)
+    bf16 = estimate_memory(sheet(inference=INF), f).item("prefill_working").bytes
+    nf4 = estimate_memory(sheet(weights="nf4", inference=INF), f).item("prefill_working").bytes
+    int8 = estimate_memory(sheet(weights="int8", inference=INF), f).item("prefill_working").bytes
+    assert nf4 - bf16 == 14336 * 4096 * 2  # one MLP matrix dequantized to bf16
+    t = 2 * 3072
+    assert int8 - bf16 == t * 14336 * (4 + 2) + t * 14336 + 4 * t  # int32 + fp16 outputs, int8 input
+
+
+def _prequantized(fmt, qc):
+    from dataclasses import replace
+    return replace(facts_of(LLAMA), stored_format=fmt, quantization_config=qc)
+
+
+def test_checkpoint_group_size_and_double_quant_win_over_sheet_defaults():
+    inf = {"inference": INF, "weights": "auto"}
+    g32 = estimate_memory(sheet(**inf), _prequantized("gptq-int4", {"quant_method": "gptq",
+                                                                     "bits": 4, "group_size": 32}))
+    g128 = estimate_memory(sheet(**inf), _prequantized("gptq-int4", {"quant_method": "gptq",
+                                                                      "bits": 4,
+                                                                      "group_size": 128}))
+    meta = lambda e: e.item("quantization_metadata").bytes  # noqa: E731
+    quant = 1_342_177_280 + 5_637_144_576
+    g_idx = 32 * (4096 * 4 + 4096 * 2 + 14336) * 4
+    assert meta(g32) == quant // 32 * 2 + quant // 32 // 8 * 4 + g_idx
+    assert meta(g128) == quant // 128 * 2 + quant // 128 // 8 * 4 + g_idx
+    per_channel = estimate_memory(sheet(**inf), _prequantized(
+        "gptq-int4", {"quant_method": "gptq", "bits": 4, "group_size": -1}))
+    rows = 32 * (4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096)
+    assert meta(per_channel) == rows * 2 + rows // 8 * 4 + g_idx
+    with pytest.raises(SheetError, match="group_size 32"):
+        estimate_memory(sheet(**inf, quantization={"group_size": 128}),
+                        _prequantized("gptq-int4", {"quant_method": "gptq", "group_size": 32}))
+    dq = estimate_memory(sheet(**inf), _prequantized("nf4", {"load_in_4bit": True,
+                                                             "bnb_4bit_use_double_quant": True}))
+    blocks = quant // 64
+    assert meta(dq) == blocks + -(-blocks // 256) * 4
+
+
+def test_a_packed_checkpoint_is_not_reconverted_at_load():
+    f = _prequantized("gptq-int4", {"quant_method": "gptq", "bits": 4, "group_size": 128})
+    with pytest.raises(SheetError, match="cannot be converted to nf4"):
+        estimate_memory(sheet(weights="nf4", inference=INF), f)
+    odd = _prequantized(None, {"quant_method": "gptq", "bits": 8})
+    with pytest.raises(ModelError, match="'bits': 8"):
+        estimate_memory(sheet(weights="auto", inference=INF), odd)

@@ -110,6 +110,12 @@ def workload(ctx: OfferContext) -> Criterion:
                          "add an inference or training block with the real dimensions")
     doc, rung = _limit_rung(ctx)
     if rung is not None:
+        unrecorded = [k for k in ctx.required if rung.executed.get(k) is None]
+        if unrecorded:
+            return Criterion("to_confirm", "the limit run did not record the executed "
+                             + ", ".join(unrecorded),
+                             "record every executed dimension (tokens in and out per sequence, "
+                             "sequences or microbatch) in the measurement", (doc.citation(),))
         short = _shortfall(rung, ctx.required)
         if short or rung.result == "truncated":
             text = ", ".join(f"{k} {got} < {want}" for k, (got, want) in short.items())
@@ -207,7 +213,7 @@ def memory(ctx: OfferContext) -> Criterion:
         " (the card's device bytes are themselves to confirm)"
     if v is not None:
         need = ctx.sheet.inference.concurrency
-        holds = v.max_concurrency is not None and v.max_concurrency >= need
+        holds = v.sequences_held is not None and v.sequences_held >= need
         reason = (f"vLLM pool {fmt_bytes(v.budget_bytes)} per GPU leaves a KV cache of "
                   f"{fmt_bytes(v.kv_cache_bytes)} = {v.kv_tokens} tokens: max concurrency "
                   f"{v.max_concurrency} at {ctx.sheet.inference.tokens_per_sequence} tokens "
@@ -314,7 +320,8 @@ def distribution(ctx: OfferContext) -> Criterion:
     if excl:
         return Criterion("exclude", "; ".join(excl) + basis, None, (_offer_doc(ctx),))
     if missing:
-        return Criterion("to_confirm", "required characteristics undocumented" + basis,
+        return Criterion("to_confirm", "not yet verified: " + "; ".join(m.split(" (")[0]
+                                                                         for m in missing) + basis,
                          "confirm " + "; ".join(missing), (_offer_doc(ctx),))
     return Criterion("acceptable", "placement, host RAM, storage and interconnect documented and "
                      "sufficient" + basis, None, (_offer_doc(ctx),))

@@ -46,10 +46,20 @@ def verdict_of(criteria: dict[str, Criterion]) -> Verdict:
 
 
 def useful_margin_bytes(d: OfferDecision) -> int | None:
-    """Device bytes minus the estimated device peak per GPU (None when either is unknown)."""
-    if d.card is None or d.estimate is None or d.estimate.device_peak_bytes is None:
+    """Memory left per GPU once the workload is served (None when unknown).
+
+    transformers: device bytes minus the estimated device peak. vLLM: its KV pool minus the KV
+    cache the required sequences need (the budget is always ~utilization of the card, so the
+    headroom that matters is in the pool).
+    """
+    if d.card is None or d.estimate is None:
         return None
-    return int(d.card.device_bytes.value) - d.estimate.device_peak_bytes
+    est = d.estimate
+    if est.vllm is not None and est.vllm.kv_cache_bytes is not None:
+        return est.vllm.kv_cache_bytes - (est.lower_bound_bytes - est.weights_bytes)
+    if est.device_peak_bytes is None:
+        return None
+    return int(d.card.device_bytes.value) - est.device_peak_bytes
 
 
 def rank_offers(decisions: list[OfferDecision]) -> None:

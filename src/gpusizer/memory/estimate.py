@@ -17,19 +17,22 @@ from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
 from .card_rules import NO_CARD, CardRules, card_rules
 from .items import INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, phase_peaks
-from .kv_cache import kv_bytes, kv_layout
+from .kv_cache import kv_bytes, kv_layout, prefill_kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
 from .vllm import profile_activation_bytes, rotary_cache_bytes, vllm_split
 from .working_memory import forward_working_bytes
-from .weights import DTYPE_BYTES, compute_dtype_of, dense_bytes, weight_breakdown
+from .weights import (BNB_FORMATS, DTYPE_BYTES, bnb_roles, compute_dtype_of, dense_bytes,
+                      weight_breakdown)
 
 __all__ = ["WeightPlan", "plan_weights", "estimate_memory"]
 
 _WEIGHTS_SOURCE = ("R5 dense volume = parameters × bits / 8; per-format layout in "
                    "gpusizer/memory/weights.py (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales)")
 _CANNOT_PRODUCE_AT_LOAD = ("gptq-int4", "awq-int4")
+_PACKED_AT_REST = frozenset({"fp8", "int8", "nf4", "fp4", "gptq-int4", "awq-int4", "mxfp4"})
+_DEQUANTIZABLE = frozenset({"fp8", "mxfp4"})  # FineGrainedFP8 / Mxfp4 quantizers dequantize
 
 
 @dataclass(frozen=True)
@@ -64,10 +67,24 @@ def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> W
         stored = sheet.weights  # the user says the checkpoint already stores `weights`
     wanted = sheet.weights if sheet.weights != "auto" else stored
     if wanted is None:
+        qc = facts.quantization_config if facts else None
+        if qc:
+            shown = {k: qc[k] for k in ("quant_method", "bits", "load_in_4bit", "load_in_8bit",
+                                        "fmt") if k in qc}
+            raise ModelError(f"config.json's quantization_config {shown} is not a format "
+                             "gpusizer sizes (fp8, int8, nf4, fp4, gptq-int4, awq-int4, mxfp4): "
+                             "give `weights` and quantization.prequantized: true if one of them "
+                             "describes it", field="weights", value="auto")
         raise ModelError("the checkpoint's stored format is unknown (config.json has no "
                          "torch_dtype/dtype nor quantization_config): give `weights` explicitly",
                          field="weights", value="auto")
     converted = facts is not None and stored is not None and wanted != stored
+    if converted and stored in _PACKED_AT_REST and not (
+            stored in _DEQUANTIZABLE and wanted in ("bf16", "fp16", "fp32")):
+        raise SheetError(f"the checkpoint already stores {stored}: it cannot be converted to "
+                         f"{wanted} while loading (transformers dequantizes only fp8 and mxfp4 "
+                         f"checkpoints at load); use weights: auto or a {wanted} checkpoint",
+                         field="weights", value=wanted)
     if converted and wanted in _CANNOT_PRODUCE_AT_LOAD:
         raise SheetError(f"{wanted} needs an offline calibration pass and cannot be produced while "
                          f"loading a {stored} checkpoint: point model at a pre-quantized {wanted} "
@@ -90,10 +107,38 @@ def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> W
     return WeightPlan(stored, runs, rules.compute_dtype, converted, rules)
 
 
+def quant_params(sheet: Sheet, facts: ModelFacts | None, runs: str) -> tuple[int, bool]:
+    """Group size (GPTQ/AWQ) and double quantization (bitsandbytes) of the running format: the
+    pre-quantized checkpoint's own ``quantization_config`` wins over the sheet's defaults.
+
+    Raises:
+        SheetError: the sheet sets a value the checkpoint contradicts.
+    """
+    q = sheet.quantization
+    group, dq = q.group_size, q.double_quant
+    qc = (facts.quantization_config or {}) if facts is not None else {}
+    if facts is None or not qc or facts.stored_format != runs:
+        return group, dq
+    if runs in ("gptq-int4", "awq-int4") and isinstance(qc.get("group_size"), int):
+        stored_group = qc["group_size"]
+        if "group_size" in q.model_fields_set and q.group_size != stored_group:
+            raise SheetError(f"the checkpoint is quantized with group_size {stored_group}, the "
+                             f"sheet says {q.group_size}", field="quantization.group_size",
+                             value=q.group_size)
+        group = stored_group  # -1: one group spans all inputs (per-channel)
+    if runs in ("nf4", "fp4") and isinstance(qc.get("bnb_4bit_use_double_quant"), bool):
+        stored_dq = qc["bnb_4bit_use_double_quant"]
+        if "double_quant" in q.model_fields_set and q.double_quant != stored_dq:
+            raise SheetError(f"the checkpoint says bnb_4bit_use_double_quant {stored_dq}",
+                             field="quantization.double_quant", value=q.double_quant)
+        dq = stored_dq
+    return group, dq
+
+
 def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
                    phases: tuple[str, ...]) -> tuple[list[Item], int, list[str]]:
     notes: list[str] = []
-    q = sheet.quantization
+    group_size, double_quant = quant_params(sheet, facts, plan.runs)
     if facts is None:
         params = sheet.model.parameters
         assert params is not None
@@ -109,8 +154,16 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
             notes.append("4-bit row is theoretical: real 4-bit formats carry metadata and keep some "
                          "layers in other formats, so it is not a guaranteed peak (R7)")
         return [item], per_gpu, notes
+    engine = sheet.inference.engine if sheet.inference else "transformers"
+    roles = bnb_roles(engine) if plan.runs in BNB_FORMATS else QUANTIZABLE_ROLES
     bd = weight_breakdown(facts, plan.runs, compute_dtype=plan.compute_dtype,
-                          group_size=q.group_size, double_quant=q.double_quant)
+                          group_size=group_size, double_quant=double_quant,
+                          quantized_roles=roles)
+    if roles != QUANTIZABLE_ROLES and facts.parameters_by_role("expert_linear"):
+        notes.append("bitsandbytes under transformers v5 leaves the stacked routed-expert tensors "
+                     "in the compute dtype (it replaces nn.Linear only; "
+                     "bitsandbytes-foundation/bitsandbytes#1849): experts counted at "
+                     f"{plan.compute_dtype}")
     frac = share.weight_fraction
     split = "" if frac == 1 else f" × {frac} on this GPU ({share.note})"
     weights = int(Fraction(bd.packed_bytes + bd.kept_bytes) * frac)
@@ -165,8 +218,11 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     round_to = inf.block_size if engine == "vllm" else 1
     lf = share.layer_fraction
     kv_full = int(Fraction(kv_bytes(layout, tokens=tokens, sequences=seqs, round_to=round_to)) * lf)
-    kv_prompt = int(Fraction(kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs,
-                                      round_to=round_to)) * lf)
+    if engine == "transformers":
+        prompt_kv = prefill_kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs)
+    else:
+        prompt_kv = kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs, round_to=round_to)
+    kv_prompt = int(Fraction(prompt_kv) * lf)
     static = engine == "transformers" and inf.cache == "static"
     kv_src = ("KV cache = layers × 2 × kv_heads × head_dim × tokens × sequences × bytes "
               "(gpusizer/memory/kv_cache.py: transformers cache_utils, vLLM paged blocks, "
@@ -176,7 +232,14 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                + (f", blocks of {round_to} tokens" if round_to > 1 else "")
                + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))
     phase_bytes = {} if static else {"prefill": kv_prompt}
-    items = [Item("kv_cache", kv_full, "estimated", ("prefill", "decode"), kv_src,
+    if not static and kv_prompt > kv_full:
+        # sliding layers hold the whole prompt at the end of prefill (a view of it), more than
+        # the window they keep while decoding: the item's size is its largest
+        kv_full_item = kv_prompt
+        phase_bytes = {"decode": kv_full}
+    else:
+        kv_full_item = kv_full
+    items = [Item("kv_cache", kv_full_item, "estimated", ("prefill", "decode"), kv_src,
                   kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
                   phase_bytes=phase_bytes)]
     kernel = plan.rules.attention
@@ -190,7 +253,7 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
         # working set is the profile run's (vLLM sizes its pool on exactly that run).
         act, act_text = profile_activation_bytes(
             facts, max_num_batched_tokens=inf.max_num_batched_tokens,
-            max_num_seqs=inf.max_num_seqs, dtype_bytes=b, tp=share.tp)
+            max_num_seqs=inf.max_num_seqs, dtype_bytes=b, tp=share.tp, weights_format=plan.runs)
         items.append(Item("prefill_working", act, "estimated", ("prefill",),
                           wm_src + "; vLLM profile run (Worker.determine_available_memory)",
                           "vLLM profile run: " + act_text))
@@ -198,20 +261,23 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
         prefill = forward_working_bytes(facts, batch=seqs, q_tokens=inf.prompt_tokens,
                                         kv_tokens=inf.prompt_tokens, dtype_bytes=b, kernel=kernel,
                                         logits_positions=(inf.prompt_tokens if inf.logits == "all"
-                                                          else 1), tp=share.tp)
+                                                          else 1), tp=share.tp,
+                                        weights_format=plan.runs)
         items.append(Item("prefill_working", prefill.total_bytes, "estimated", ("prefill",),
                           wm_src, f"kernel {kernel}; " + prefill.formula))
     decode = forward_working_bytes(facts, batch=seqs, q_tokens=1, kv_tokens=tokens, dtype_bytes=b,
-                                   kernel=kernel, logits_positions=1, tp=share.tp)
+                                   kernel=kernel, logits_positions=1, tp=share.tp, engine=engine,
+                                   weights_format=plan.runs)
     items.append(Item("decode_working", decode.total_bytes, "estimated", ("decode",), wm_src,
                       f"kernel {kernel}; " + decode.formula))
     if engine == "transformers" and not static:
-        per_layer = kv_full // max(1, facts.num_layers)
+        layers_here = max(1, -(-facts.num_layers * lf.numerator // lf.denominator))
+        per_layer = kv_full // layers_here
         items.append(Item("kv_cache_growth_transient", per_layer // 2, "estimated", ("decode",),
                           "transformers DynamicLayer.update grows K and V with torch.cat: the old "
                           "and the new tensor of one layer coexist briefly",
-                          f"one layer's K (or V) at full length: {kv_full} / {facts.num_layers} "
-                          "layers / 2"))
+                          f"one layer's K (or V) at full length: {kv_full} / {layers_here} "
+                          "layers on this GPU / 2"))
     return items, kv_full, layout
 
 
@@ -229,7 +295,8 @@ def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan,
     kept = DTYPE_BYTES[plan.compute_dtype]
     for g in facts.params:
         quantized = g.role in QUANTIZABLE_ROLES and not (plan.runs == "mxfp4"
-                                                          and g.role != "expert_linear")
+                                                          and g.role != "expert_linear") \
+            and not (plan.runs in BNB_FORMATS and g.role == "expert_linear")
         per_elem = _PACKED_BYTES[plan.runs] if quantized else kept
         # Routed experts are stored as one stacked tensor per layer and projection (transformers
         # v5 grouped experts, vLLM FusedMoE w13/w2), not one tensor per expert.
@@ -273,7 +340,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     concurrency = inf.concurrency if inf else 1
     if sheet.task == "inference":
         share = inference_share(facts, strategy=sheet.placement.strategy,
-                                gpus=sheet.placement.gpus, concurrency=concurrency)
+                                gpus=sheet.placement.gpus, concurrency=concurrency,
+                                engine=inf.engine if inf else "transformers")
     else:
         share = inference_share(facts, strategy="single", gpus=1, concurrency=1)
     phase_names = INFERENCE_PHASES if sheet.task == "inference" else TRAINING_PHASES
@@ -314,7 +382,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         lower = weights_bytes + kv_full
         items.append(cublas_workspace_item(cc, ("prefill", "decode")))
     items.append(cuda_context_item(all_phases))
-    items.append(nccl_item(share.gpus, all_phases))
+    items.append(nccl_item(share.gpus, all_phases, share.strategy))
     items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
     if inf is not None and inf.engine == "vllm" and facts is not None:
         vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, items,
@@ -378,7 +446,7 @@ def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
     rope = rotary_cache_bytes(facts, b)
     act, act_text = profile_activation_bytes(facts, max_num_batched_tokens=inf.max_num_batched_tokens,
                                              max_num_seqs=inf.max_num_seqs, dtype_bytes=b,
-                                             tp=share.tp)
+                                             tp=share.tp, weights_format=plan.runs)
     non_torch = [it for it in items if it.non_torch and it.phases and it.name != "allocator_slack"]
     unknown = [it.name for it in non_torch if it.bytes is None]
     nt = sum(it.bytes for it in non_torch if it.bytes is not None)

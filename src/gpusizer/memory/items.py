@@ -97,6 +97,8 @@ class VllmSplit:
         kv_tokens: kv_blocks × block_size.
         max_concurrency: kv_tokens / tokens per sequence (vLLM's "Maximum concurrency").
         starts: True when one sequence of the required length fits (vLLM starts).
+        sequences_held: whole sequences of the required length the pool holds at once (compare
+            this, not the rounded ``max_concurrency``, with the required concurrency).
     """
 
     total_bytes: int
@@ -111,6 +113,7 @@ class VllmSplit:
     kv_tokens: int | None
     max_concurrency: float | None
     starts: bool | None
+    sequences_held: int | None = None
 
 
 @dataclass(frozen=True)

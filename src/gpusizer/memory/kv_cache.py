@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..model.facts import ModelFacts
 
-__all__ = ["KvLayout", "kv_layout", "kv_bytes", "kv_heads_per_rank"]
+__all__ = ["KvLayout", "kv_layout", "kv_bytes", "kv_heads_per_rank", "prefill_kv_bytes"]
 
 
 def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
@@ -55,6 +55,16 @@ class KvLayout:
         full = rnd(tokens) * self.full_bytes_per_token
         sliding_tokens = tokens if self.sliding_window is None else min(tokens, self.sliding_window)
         return full + rnd(sliding_tokens) * self.sliding_bytes_per_token
+
+
+def prefill_kv_bytes(layout: KvLayout, *, tokens: int, sequences: int) -> int:
+    """KV bytes held at the end of a transformers prefill of ``tokens`` prompt tokens.
+
+    ``DynamicSlidingWindowLayer.update`` keeps ``full_states[:, :, -window + 1:]``, a view: the
+    whole prompt's K and V stay allocated until the first decode step's ``torch.cat``
+    (transformers ``cache_utils.py``), so sliding layers hold every prompt token here.
+    """
+    return sequences * tokens * (layout.full_bytes_per_token + layout.sliding_bytes_per_token)
 
 
 def kv_layout(facts: ModelFacts, *, dtype_bytes: int, engine: str = "transformers",

@@ -26,9 +26,10 @@ CUDA_CONTEXT_BYTES = 500 * MiB
 _CUBLAS_DEFAULT = 2 * 4096 * 1024 + 8 * 16 * 1024
 _CUBLAS_HOPPER = 8 * 4096 * 1024
 
-# PyTorch CUDACachingAllocator rounds a large allocation (> 1 MiB) up to a multiple of 2 MiB
-# (kRoundLarge) and serves small ones (<= 1 MiB) from 2 MiB blocks (kSmallBuffer).
+# PyTorch CUDACachingAllocator constants (c10/cuda/CUDACachingAllocator.cpp).
 _ROUND_LARGE = 2 * MiB
+_MIN_LARGE_ALLOC = 10 * MiB   # kMinLargeAlloc
+_LARGE_BUFFER = 20 * MiB      # kLargeBuffer
 
 
 def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
@@ -48,13 +49,22 @@ def cuda_context_item(phases: tuple[str, ...]) -> Item:
                 "500 MiB", non_torch=True)
 
 
-def nccl_item(gpus: int, phases: tuple[str, ...]) -> Item:
-    """NCCL communicator buffers: not live on one GPU; unknown on several (they depend on the NCCL
-    version, channels, protocols and topology: NCCL_BUFFSIZE is 4 MiB per channel per peer for the
-    Simple protocol, NCCL docs "Environment Variables")."""
-    if gpus == 1:
-        return Item("nccl_buffers", 0, "declared", (), "no collective communication on one GPU",
-                    "0 (not live)", non_torch=True)
+_NO_COLLECTIVES = {
+    "single": "no collective communication on one GPU",
+    "device-map": "accelerate's device_map moves activations between GPUs with tensor copies "
+                  "(.to(device)); no NCCL communicator is created",
+    "ddp": "inference replicas serve their own sequences; no collective runs between them",
+}
+
+
+def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single") -> Item:
+    """NCCL communicator buffers: not live without collectives (one GPU, device-map layer
+    placement, independent replicas); unknown otherwise (they depend on the NCCL version,
+    channels, protocols and topology: NCCL_BUFFSIZE is 4 MiB per channel per peer for the Simple
+    protocol, NCCL docs "Environment Variables")."""
+    if gpus == 1 or strategy in ("device-map", "ddp"):
+        why = _NO_COLLECTIVES["single" if gpus == 1 else strategy]
+        return Item("nccl_buffers", 0, "declared", (), why, "0 (not live)", non_torch=True)
     return Item("nccl_buffers", None, "declared", phases,
                 "NCCL docs, Environment Variables: NCCL_BUFFSIZE (4 MiB per channel per peer, "
                 "Simple protocol); channels and protocols depend on version and topology",
@@ -64,8 +74,10 @@ def nccl_item(gpus: int, phases: tuple[str, ...]) -> Item:
 
 
 def allocator_slack_item(tensor_sizes: list[tuple[int, int]], phases: tuple[str, ...]) -> Item:
-    """Reserved minus allocated for the resident weights: each tensor above 1 MiB is a block
-    rounded up to a multiple of 2 MiB; smaller ones share 2 MiB small-pool blocks (one counted).
+    """Reserved minus allocated for the resident weights (PyTorch ``CUDACachingAllocator.cpp``):
+    requests of 10 MiB or more (kMinLargeAlloc) get their own segment rounded up to 2 MiB
+    (kRoundLarge); 1–10 MiB requests share 20 MiB segments (kLargeBuffer); smaller ones share
+    2 MiB segments (kSmallBuffer).
 
     Args:
         tensor_sizes: ``(count, bytes)`` pairs of resident weight tensors on this GPU.
@@ -73,20 +85,26 @@ def allocator_slack_item(tensor_sizes: list[tuple[int, int]], phases: tuple[str,
 
     Fragmentation by transient activations comes on top and is only known by measurement.
     """
-    waste = 0
-    tensors = 0
+    big_waste = mid = small = tensors = 0
     for count, size in tensor_sizes:
         tensors += count
-        if size > MiB:
-            waste += count * (-(-size // _ROUND_LARGE) * _ROUND_LARGE - size)
-    slack = waste + _ROUND_LARGE
+        if size >= _MIN_LARGE_ALLOC:
+            big_waste += count * (-(-size // _ROUND_LARGE) * _ROUND_LARGE - size)
+        elif size > MiB:
+            mid += count * size
+        else:
+            small += count * size
+    mid_waste = -(-mid // _LARGE_BUFFER) * _LARGE_BUFFER - mid
+    small_waste = -(-small // _ROUND_LARGE) * _ROUND_LARGE - small
+    slack = big_waste + mid_waste + small_waste
     return Item("allocator_slack", slack, "estimated", phases,
-                "PyTorch CUDACachingAllocator: blocks above 1 MiB rounded up to 2 MiB (kRoundLarge), "
-                "small allocations served from 2 MiB blocks; docs 'CUDA semantics: memory "
+                "PyTorch c10/cuda/CUDACachingAllocator.cpp: kMinLargeAlloc 10 MiB, kRoundLarge "
+                "2 MiB, kLargeBuffer 20 MiB, kSmallBuffer 2 MiB; docs 'CUDA semantics: memory "
                 "management' (reserved vs allocated)",
-                f"rounding of {tensors} weight tensors up to 2 MiB = {waste} B + one 2 MiB "
-                "small-pool block (fragmentation by activations is measured, not estimated)",
-                non_torch=True)
+                f"{tensors} weight tensors: rounding of those >= 10 MiB to 2 MiB = {big_waste} B "
+                f"+ tail of 20 MiB segments for 1-10 MiB ones = {mid_waste} B + tail of 2 MiB "
+                f"segments for small ones = {small_waste} B (fragmentation by activations is "
+                "measured, not estimated)", non_torch=True)
 
 
 def cublas_workspace_item(compute_capability: tuple[int, int] | None,

@@ -2,8 +2,9 @@
 
 - ``single``: one GPU holds everything.
 - ``tensor-parallel``: weights split N ways (Megatron-LM, Shoeybi et al. 2019 §3: column/row
-  parallel linears, vocab-parallel embedding); KV heads split, replicated when N > kv_heads;
-  residual-stream activations are replicated.
+  parallel linears, vocab-parallel embedding in vLLM; transformers' ``base_model_tp_plan``
+  replicates the embedding); KV heads split, replicated when N > kv_heads; residual-stream
+  activations are replicated.
 - ``device-map`` (accelerate ``infer_auto_device_map``, layer-wise): each GPU holds a contiguous
   run of ceil(L/N) decoder layers; the heaviest GPU also holds the larger of the embedding and
   lm_head. Two cards are not one memory space: this is a software placement to verify (R9).
@@ -60,7 +61,7 @@ def _check_tp_split(facts: ModelFacts, tp: int) -> None:
 
 
 def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
-                    concurrency: int) -> Share:
+                    concurrency: int, engine: str = "transformers") -> Share:
     """The heaviest GPU's share for inference.
 
     Raises:
@@ -80,8 +81,18 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     if strategy == "tensor-parallel":
         if facts is not None:
             _check_tp_split(facts, gpus)
+        if engine == "transformers" and facts is not None:
+            # transformers' base_model_tp_plan shards the decoder linears and lm_head but has no
+            # entry for embed_tokens: every rank keeps the whole embedding.
+            embed = facts.parameters_by_role("embedding")
+            total = facts.total_parameters
+            frac = (Fraction(total - embed, gpus) + embed) / total
+            return Share(gpus, strategy, gpus, frac, one, concurrency,
+                         f"linears and KV heads split {gpus} ways; the embedding ({embed} "
+                         "parameters) is replicated on every rank (transformers tp_plan)")
         return Share(gpus, strategy, gpus, Fraction(1, gpus), one, concurrency,
-                     f"weights and KV heads split {gpus} ways (norms replicated, negligible)")
+                     f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
+                     "replicated, negligible)")
     # device-map: contiguous layer runs
     if facts is None:
         return Share(gpus, strategy, 1, Fraction(1, gpus), Fraction(1, gpus), concurrency,

@@ -37,7 +37,8 @@ def rotary_cache_bytes(facts: ModelFacts, dtype_bytes: int) -> int:
 
 
 def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
-                             max_num_seqs: int, dtype_bytes: int, tp: int) -> tuple[int, str]:
+                             max_num_seqs: int, dtype_bytes: int, tp: int,
+                             weights_format: str = "bf16") -> tuple[int, str]:
     """Torch activation peak of vLLM's profile run on one GPU, bytes, with the formula text.
 
     One forward of ``max_num_batched_tokens`` tokens through FlashAttention (no S × S matrix), then
@@ -46,7 +47,8 @@ def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
     seqs = min(max_num_seqs, max_num_batched_tokens)
     wm = forward_working_bytes(facts, batch=1, q_tokens=max_num_batched_tokens,
                                kv_tokens=max_num_batched_tokens, dtype_bytes=dtype_bytes,
-                               kernel="flash", logits_positions=0, logits_fp32_copies=0, tp=tp)
+                               kernel="flash", logits_positions=0, logits_fp32_copies=0, tp=tp,
+                               engine="vllm", weights_format=weights_format)
     sampler = seqs * facts.vocab_size * (dtype_bytes + 4 + 4)
     tail = max_num_batched_tokens * 2 * facts.hidden_size * dtype_bytes + sampler
     total = max(wm.layer_bytes, tail)
@@ -91,12 +93,14 @@ def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weigh
         per_seq_bytes = per_seq_full * layout.full_bytes_per_token + sliding_tokens_bytes
         concurrency = kv / per_seq_bytes if per_seq_bytes else None
         starts = kv >= per_seq_bytes
+        held = max(0, kv // per_seq_bytes) if per_seq_bytes else None
     else:
         concurrency = tokens / tokens_per_sequence
         starts = tokens >= tokens_per_sequence
+        held = blocks // (per_seq_full // block_size)
     return VllmSplit(total_bytes=total_bytes, total_source=total_source, budget_bytes=budget,
                      weights_bytes=weights_bytes, activation_bytes=activation_bytes,
                      non_torch_bytes=non_torch_bytes, kv_cache_bytes=kv, block_bytes=block_bytes,
                      kv_blocks=blocks, kv_tokens=tokens,
                      max_concurrency=None if concurrency is None else round(max(0.0, concurrency), 2),
-                     starts=starts)
+                     starts=starts, sequences_held=held)

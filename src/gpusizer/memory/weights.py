@@ -115,16 +115,30 @@ def _per_matrix(facts: ModelFacts, roles: frozenset[str] | tuple[str, ...], fn) 
     return sum(n * fn(r, c) for g in groups for n, r, c in g.shapes)
 
 
+BNB_FORMATS = frozenset({"int8", "nf4", "fp4"})
+LINEAR_ONLY = frozenset({"linear"})
+
+
+def bnb_roles(engine: str) -> frozenset[str]:
+    """Roles bitsandbytes really quantizes: in transformers v5 routed experts are stacked 3-D
+    ``nn.Parameter`` tensors that bitsandbytes (which replaces ``nn.Linear`` only) leaves in the
+    compute dtype (bitsandbytes-foundation/bitsandbytes#1849); vLLM quantizes its fused experts."""
+    return LINEAR_ONLY if engine == "transformers" else QUANTIZABLE_ROLES
+
+
 def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_size: int = 128,
-                     double_quant: bool = False) -> WeightBreakdown:
+                     double_quant: bool = False,
+                     quantized_roles: frozenset[str] = QUANTIZABLE_ROLES) -> WeightBreakdown:
     """Weight memory of ``facts`` stored as ``fmt``.
 
     Args:
         facts: the model (parameter groups by role).
         fmt: a sheet weight format (not ``auto``).
         compute_dtype: dtype of the modules kept unquantized (``bf16``…).
-        group_size: GPTQ/AWQ group size (inputs per scale).
+        group_size: GPTQ/AWQ group size (inputs per scale); -1 (or 0): one group per output row.
         double_quant: bitsandbytes nested quantization of the absmax.
+        quantized_roles: parameter roles the format packs (``bnb_roles`` for bitsandbytes);
+            the others stay in ``compute_dtype``.
 
     Returns:
         The breakdown in bytes (integers).
@@ -133,11 +147,11 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         SheetError: a format this model cannot take (mxfp4 on a model without routed experts).
     """
     total = facts.total_parameters
-    quant = sum(g.count for g in facts.params if g.role in QUANTIZABLE_ROLES)
+    quant = sum(g.count for g in facts.params if g.role in quantized_roles)
     experts = facts.parameters_by_role("expert_linear")
-    matrices = sum(g.matrices for g in facts.params if g.role in QUANTIZABLE_ROLES)
-    rows = sum(g.rows for g in facts.params if g.role in QUANTIZABLE_ROLES)
-    cols = sum(g.cols for g in facts.params if g.role in QUANTIZABLE_ROLES)
+    matrices = sum(g.matrices for g in facts.params if g.role in quantized_roles)
+    rows = sum(g.rows for g in facts.params if g.role in quantized_roles)
+    cols = sum(g.cols for g in facts.params if g.role in quantized_roles)
     kb = DTYPE_BYTES[compute_dtype]
 
     if fmt in ("fp32", "fp16", "bf16"):
@@ -166,7 +180,7 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         qc = facts.quantization_config or {}
         if isinstance(qc.get("weight_block_size"), (list, tuple)) and len(qc["weight_block_size"]) == 2:
             block = tuple(int(x) for x in qc["weight_block_size"])
-        exact = block and _per_matrix(facts, QUANTIZABLE_ROLES, lambda r, c: _ceil_div(
+        exact = block and _per_matrix(facts, quantized_roles, lambda r, c: _ceil_div(
             r, block[0]) * _ceil_div(c, block[1]))
         if exact:
             n_scales = exact
@@ -185,7 +199,7 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         return WeightBreakdown(quant, kept, rows * 4, f"{quant} linear values × 1 B + " + kept_text,
                                f"{rows} output rows × fp32 SCB 4 B")
     if fmt in ("nf4", "fp4"):
-        blocks = _per_matrix(facts, QUANTIZABLE_ROLES, lambda r, c: _ceil_div(r * c, BNB_BLOCK)) \
+        blocks = _per_matrix(facts, quantized_roles, lambda r, c: _ceil_div(r * c, BNB_BLOCK)) \
             or _ceil_div(quant, BNB_BLOCK)
         if double_quant:
             meta = blocks + _ceil_div(blocks, BNB_DQ_BLOCK) * 4
@@ -197,13 +211,15 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         return WeightBreakdown(_ceil_div(quant, 2), kept, meta,
                                f"{quant} linear values × 0.5 B + " + kept_text, meta_text)
     if fmt in ("gptq-int4", "awq-int4"):
-        groups = _per_matrix(facts, QUANTIZABLE_ROLES,
-                             lambda r, c: _ceil_div(c, group_size) * r) or _ceil_div(quant, group_size)
-        zeros = _per_matrix(facts, QUANTIZABLE_ROLES,
-                            lambda r, c: _ceil_div(c, group_size) * _ceil_div(r, 8)) \
-            or _ceil_div(groups, 8)
+        def per_row(c: int) -> int:  # groups along one output row; -1: one group (per-channel)
+            return 1 if group_size <= 0 else _ceil_div(c, group_size)
+        groups = _per_matrix(facts, quantized_roles, lambda r, c: per_row(c) * r) \
+            or _ceil_div(quant, group_size if group_size > 0 else max(1, facts.hidden_size))
+        zeros = _per_matrix(facts, quantized_roles,
+                            lambda r, c: per_row(c) * _ceil_div(r, 8)) or _ceil_div(groups, 8)
         meta = groups * 2 + zeros * 4
-        meta_text = (f"{groups} groups of {group_size} × (fp16 scale 2 B + int4 zero 0.5 B)")
+        size_text = "per-channel" if group_size <= 0 else f"of {group_size}"
+        meta_text = f"{groups} groups {size_text} × (fp16 scale 2 B + int4 zero 0.5 B)"
         if fmt == "gptq-int4":
             meta += cols * 4
             meta_text += f" + {cols} input columns × int32 g_idx 4 B"

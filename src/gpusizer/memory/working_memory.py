@@ -16,6 +16,11 @@ gate_up + ``SiluAndMul``, which keep the same live set):
   ``3·I``; two-matrix MLP: ``2h + 2·I``;
 - MoE step with uniform top-k routing: residual + input + accumulator ``3h``, fp32 router logits
   ``E`` per token, the tokens of one expert (T·k/E) through its MLP, and shared experts;
+- RMSNorm step: the residual, an fp32 copy, its fp32 normalized value and the output;
+- transformers keeps the embedding output referenced (``inputs_embeds``) for the whole forward;
+- bitsandbytes matmuls add their own transients (see ``_linear_transient``);
+- simplifications, not counted: ``repeat_kv`` copies of K/V when SDPA gets an explicit padding
+  mask (GQA then materializes K/V at all query heads), and the boolean mask itself;
 - logits: ``logits: last`` keeps one position per sequence, cast to fp32 by ``generate`` and
   processed once (``batch × V × (b + 4 + 4)``); ``all`` keeps ``batch × S × V`` in the compute
   dtype (plain forward).
@@ -60,7 +65,9 @@ def attention_scores_bytes(*, batch: int, heads: int, q_tokens: int, kv_tokens: 
 
 def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_tokens: int,
                           dtype_bytes: int, kernel: str, logits_positions: int,
-                          logits_fp32_copies: int = 2, tp: int = 1) -> WorkingMemory:
+                          logits_fp32_copies: int = 2, tp: int = 1,
+                          engine: str = "transformers", weights_format: str = "bf16"
+                          ) -> WorkingMemory:
     """Working memory of one forward of ``batch`` sequences of ``q_tokens`` new tokens attending
     to ``kv_tokens`` cached tokens, on one GPU.
 
@@ -74,6 +81,9 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
         logits_positions: positions whose logits are materialized per sequence.
         logits_fp32_copies: fp32 copies of the kept logits (generate: cast + processed scores).
         tp: tensor-parallel ranks (heads and intermediate widths are split; h is not).
+        engine: ``transformers`` (the embedding output stays referenced by ``inputs_embeds`` for
+            the whole forward; per-expert loop) or ``vllm`` (fused MoE scratch buffers).
+        weights_format: the running weight format (bitsandbytes matmul transients).
 
     Returns:
         A :class:`WorkingMemory`; all sizes in bytes.
@@ -109,14 +119,34 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
         e = facts.moe
         width = e.expert_intermediate_size // tp
         mult = 3 if facts.gated_mlp else 2
-        per_expert_tokens = -(-t * e.experts_per_token // e.num_experts)
         shared = t * mult * width * e.num_shared_experts
-        moe = (t * 3 * h * b + t * e.num_experts * 4
-               + per_expert_tokens * (h + mult * width) * b + shared * b)
-        parts.append(f"MoE {t} × 3·{h} × {b} B + router {t}×{e.num_experts}×4 B + one expert's "
-                     f"{per_expert_tokens} tokens × ({h} + {mult}·{width}) × {b} B"
-                     + (f" + shared {t}×{mult}·{width}×{e.num_shared_experts}×{b} B" if shared else ""))
-    layer = max(attn, mlp, moe)
+        k = e.experts_per_token
+        if engine == "vllm":
+            # vLLM fused_moe: intermediate_cache13 of T·k·max(2N, K) values and
+            # intermediate_cache2 of T·k·N (vllm/model_executor/layers/fused_moe/fused_moe.py)
+            moe = (t * 3 * h * b + t * e.num_experts * 4
+                   + t * k * (max(2 * width, h) + width) * b + shared * b)
+            parts.append(f"fused MoE {t} × 3·{h} × {b} B + router {t}×{e.num_experts}×4 B + "
+                         f"scratch {t}×{k}×(max(2·{width}, {h}) + {width}) × {b} B")
+        else:
+            per_expert_tokens = -(-t * k // e.num_experts)
+            moe = (t * 3 * h * b + t * e.num_experts * 4
+                   + per_expert_tokens * (h + mult * width) * b + shared * b)
+            parts.append(f"MoE {t} × 3·{h} × {b} B + router {t}×{e.num_experts}×4 B + one "
+                         f"expert's {per_expert_tokens} tokens (uniform top-{k} routing) × "
+                         f"({h} + {mult}·{width}) × {b} B")
+        if shared:
+            parts.append(f"shared experts {t}×{mult}·{width}×{e.num_shared_experts}×{b} B")
+    # RMSNorm upcasts to fp32: residual, the fp32 copy, its normalized fp32 value, the output
+    norm = t * h * (2 * b + 8)
+    parts.append(f"RMSNorm {t} × {h} × (2·{b} + 8) B")
+    quant = _linear_transient(facts, weights_format, t=t, b=b, tp=tp)
+    if quant:
+        parts.append(f"{weights_format} matmul transient {quant} B")
+    embeds = t * h * b if engine == "transformers" else 0
+    if embeds:
+        parts.append(f"inputs_embeds kept for the whole forward {t} × {h} × {b} B")
+    layer = max(attn + quant, mlp + quant, moe + quant, norm) + embeds
     scores = attention_scores_bytes(batch=batch, heads=heads, q_tokens=q_tokens,
                                     kv_tokens=kv_tokens, dtype_bytes=b, kernel=kernel)
     if scores:
@@ -125,7 +155,31 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
     logits = batch * logits_positions * vocab * b + batch * vocab * 4 * logits_fp32_copies
     parts.append(f"logits {batch}×{logits_positions}×{vocab}×{b} B + {logits_fp32_copies} fp32 "
                  f"copies {batch}×{vocab}×4 B")
-    tail = t * 2 * h * b + logits
+    tail = t * 2 * h * b + embeds + logits
     total = max(layer + scores, tail)
     return WorkingMemory(layer, scores, logits, total,
                          "max(layer, final hidden + logits): " + "; ".join(parts))
+
+
+def _linear_transient(facts: ModelFacts, fmt: str, *, t: int, b: int, tp: int) -> int:
+    """Extra memory while one quantized linear runs, bytes.
+
+    - nf4/fp4: ``MatMul4Bit`` dequantizes the whole weight to the compute dtype for batched
+      inputs (bitsandbytes ``autograd/_functions.py``): the largest matrix × b.
+    - int8 (LLM.int8): ``MatMul8bitLt`` quantizes the input row-wise (int8 [T, in] + fp32 [T]),
+      multiplies into int32 [T, out] and dequantizes to fp16 [T, out] before casting:
+      T·out·(4 + 2) + T·in + 4T for the widest linear.
+    - other formats: fused kernels dequantize tile by tile (no whole-matrix transient).
+    """
+    linears = [g for g in facts.params if g.role == "linear"]
+    if fmt in ("nf4", "fp4"):
+        largest = max((g.largest_matrix for g in linears), default=0)
+        return largest // tp * b
+    if fmt == "int8":
+        shapes = [(r, c) for g in linears for _, r, c in g.shapes]
+        if not shapes:
+            return 0
+        out = max(r for r, _ in shapes) // tp
+        inp = max(c for _, c in shapes)
+        return t * out * (4 + 2) + t * inp + 4 * t
+    return 0

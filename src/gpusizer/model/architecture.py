@@ -25,6 +25,8 @@ class Architecture:
     Attributes:
         notes: short facts worth showing next to the source (e.g. "the checkpoint's MTP layer is
             not loaded by transformers"), appended to ``ModelFacts.source_detail``.
+        unloaded_checkpoint_layers: decoder layers the checkpoint stores but transformers does
+            not load (DeepSeek's MTP layers).
     """
 
     hidden_size: int
@@ -43,3 +45,4 @@ class Architecture:
     mla: MlaDims | None = None
     moe: MoeDims | None = None
     notes: tuple[str, ...] = ()
+    unloaded_checkpoint_layers: int = 0

@@ -97,4 +97,5 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         sliding_window=arch.sliding_window, params=arch.params, mla=arch.mla, moe=arch.moe,
         stored_dtype=dtype, stored_format=fmt,
         quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
-        unrecognised_keys=unrecognised)
+        unrecognised_keys=unrecognised,
+        unloaded_checkpoint_layers=arch.unloaded_checkpoint_layers)

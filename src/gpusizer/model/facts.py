@@ -131,6 +131,8 @@ class ModelFacts:
             ``metadata.total_size``, or None when no header was read.
         stored_bytes_source: where ``stored_bytes`` came from.
         unrecognised_keys: config.json keys the family module did not use (recorded, not swallowed).
+        unloaded_checkpoint_layers: decoder layers stored in the checkpoint that transformers does
+            not load (DeepSeek MTP): on disk, not on the GPU.
     """
 
     model_id: str | None
@@ -159,6 +161,7 @@ class ModelFacts:
     stored_bytes: int | None = None
     stored_bytes_source: str | None = None
     unrecognised_keys: tuple[str, ...] = ()
+    unloaded_checkpoint_layers: int = 0
 
     @property
     def total_parameters(self) -> int:

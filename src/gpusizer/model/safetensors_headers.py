@@ -81,7 +81,15 @@ def read_header(path: Path) -> dict[str, dict]:
         if not _valid_entry(entry):
             raise ModelError("expected dtype and data_offsets [begin, end]", field=name,
                              value=entry, file=str(path))
+        _check_consistent(name, entry, path)
     return header
+
+
+# Bits per element of each safetensors dtype (huggingface/safetensors ``Dtype`` enum; F4 and the
+# 6-bit floats are packed sub-byte types).
+DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16,
+              "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "F64": 64,
+              "I64": 64, "U64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "C64": 64}
 
 
 def _valid_entry(entry: object) -> bool:
@@ -91,6 +99,29 @@ def _valid_entry(entry: object) -> bool:
     return (isinstance(offsets, list) and len(offsets) == 2
             and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
             and 0 <= offsets[0] <= offsets[1])
+
+
+def _check_consistent(name: str, entry: dict, path: Path) -> None:
+    """The dtype is known, the shape is a list of non-negative integers, and the byte range
+    equals elements × bits / 8 (what ``safetensors`` itself checks when it loads)."""
+    bits = DTYPE_BITS.get(entry["dtype"])
+    if bits is None:
+        raise ModelError(f"unknown safetensors dtype {entry['dtype']!r}; expected one of "
+                         f"{', '.join(DTYPE_BITS)}", field=name, value=entry["dtype"],
+                         file=str(path))
+    shape = entry.get("shape")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
+                                            and d >= 0 for d in shape)):
+        raise ModelError("expected shape: a list of non-negative integers", field=name,
+                         value=shape, file=str(path))
+    elements = 1
+    for d in shape:
+        elements *= d
+    begin, end = entry["data_offsets"]
+    if (end - begin) * 8 != elements * bits:
+        raise ModelError(f"data_offsets span {end - begin} B but shape {shape} of "
+                         f"{entry['dtype']} needs {elements * bits // 8} B", field=name,
+                         value=entry["data_offsets"], file=str(path))
 
 
 def _by_dtype(headers: list[dict[str, dict]]) -> Counter:

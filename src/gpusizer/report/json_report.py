@@ -140,7 +140,8 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,
         "checkpoint": {"bytes": r.checkpoint_bytes, "source": r.checkpoint_source},
         "invalidators": r.invalidators,
-        "evidence": {"used": [d.citation() for d in r.evidence.docs],
+        "evidence": {"used": [d.citation() for d in r.evidence.docs
+                              if d.file not in {f for f, _ in r.evidence.ignored}],
                      "ignored": [{"file": f, "reason": why} for f, why in r.evidence.ignored]},
         "catalog_discrepancies": [
             {"offer_id": x.offer_id, "card": x.card, "catalog_bytes": x.catalog_bytes,

@@ -96,4 +96,5 @@ def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Archi
         intermediate_size=intermediate if moe_layers < layers else 0, gated_mlp=True,
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), mla=mla, moe=moe, notes=notes)
+        params=param_groups(shapes), mla=mla, moe=moe, notes=notes,
+        unloaded_checkpoint_layers=mtp)
