@@ -109,3 +109,44 @@ def test_lora_trainable_parameters_are_unknown_not_zero(tmp_path):
 
 def test_repo_root_fixture():
     assert (REPO_ROOT / "pyproject.toml").is_file()
+
+
+@pytest.mark.parametrize("text,fragment", [
+    (OK.replace("meta-llama/Meta-Llama-3.1-8B}", "meta-llama/Meta-Llama-3.1-8B, revision: ''}"),
+     "model.revision: expected a non-empty string"),
+])
+def test_more_invalid_sheets(tmp_path, text, fragment):
+    p = run_cli("estimate", _sheet(tmp_path, text), check=2)
+    assert fragment in p.stderr
+
+
+def test_output_never_overwrites_an_input(tmp_path):
+    s = _sheet(tmp_path, OK)
+    before = (tmp_path / "s.yaml").read_text()
+    p = run_cli("plan", s, "-o", s, check=2)
+    assert "is an input" in p.stderr and (tmp_path / "s.yaml").read_text() == before
+    p = run_cli("plan", s, "-o", str(tmp_path / "x.yaml"), check=2)
+    assert "cannot tell the format" in p.stderr
+
+
+def test_empty_catalog_is_an_error(tmp_path):
+    cat = tmp_path / "c.yaml"
+    cat.write_text("[]\n")
+    p = run_cli("plan", _sheet(tmp_path, OK), "--catalog", str(cat), check=2)
+    assert "gave no offer" in p.stderr
+
+
+def test_inconsistent_safetensors_header_is_an_error(tmp_path):
+    import struct
+    cfg = SHARED / "data" / "models" / "Qwen--Qwen3-0.6B" / "config.json"
+    if not cfg.is_file():
+        pytest.skip(f"{cfg} absent (../shared not beside the checkout)")
+    (tmp_path / "m").mkdir()
+    shutil.copy(cfg, tmp_path / "m" / "config.json")
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 8]}}).encode()
+    (tmp_path / "m" / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header
+                                                       + b"\0" * 8)
+    s = _sheet(tmp_path, "model: {path: m}\ntask: inference\n"
+                         "inference: {prompt_tokens: 10, new_tokens: 10}\n")
+    p = run_cli("estimate", s, check=2)
+    assert "needs 32 B" in p.stderr

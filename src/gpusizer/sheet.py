@@ -281,10 +281,6 @@ class Sheet(_Block):
             if inf.engine == "vllm" and "cache" in given:
                 raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
                                     "paged; cache applies to engine transformers")
-            if inf.engine == "transformers" and inf.kv_cache_dtype == "fp8":
-                raise _FieldProblem("inference.kv_cache_dtype", "fp8", "transformers has no fp8 "
-                                    "KV cache (its quantized caches are quanto/HQQ int2/int4); "
-                                    "fp8 KV needs engine vllm")
             if inf.engine == "vllm" and inf.logits == "all":
                 raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
                                     "last position of each sequence; 'all' is a plain "
@@ -296,7 +292,8 @@ class Sheet(_Block):
         if "group_size" in q and w not in ("auto", "gptq-int4", "awq-int4"):
             raise _FieldProblem("quantization.group_size", self.quantization.group_size,
                                 f"applies to gptq-int4/awq-int4 weights, not {w}")
-        if "compute_dtype" in q and w in ("fp32", "fp16", "bf16"):
+        if "compute_dtype" in q and w in ("fp32", "fp16", "bf16") \
+                and self.quantization.compute_dtype != w:
             raise _FieldProblem("quantization.compute_dtype", self.quantization.compute_dtype,
                                 f"applies to quantized weights; {w} computes in {w}")
 

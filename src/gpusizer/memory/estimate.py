@@ -356,6 +356,10 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                               plan.runs, plan.stored)
     w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, phase_names)
     notes += wnotes
+    if inf is not None and inf.engine == "transformers" and inf.kv_cache_dtype == "fp8":
+        notes.append("kv_cache_dtype fp8 with transformers: sized at 1 byte per value as asked, but "
+                     "transformers ships no fp8 KV cache (its quantized caches are quanto/HQQ "
+                     "int2/int4): confirm the cache implementation (compatibility)")
     items = list(w_items)
     cc = tuple(card.compute_capability.value) if card and card.compute_capability.value else None
     all_phases = phase_names
@@ -465,6 +469,18 @@ def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
     if unknown:
         notes.append("vLLM KV figures are upper bounds: non-PyTorch items of unknown size ("
                      + ", ".join(unknown) + ") are not subtracted")
-    notes.append("CUDA graph capture memory is not in this split (vLLM versions differ on whether "
-                 "it is inside the budget): measure it, or run with enforce_eager")
+    notes.append("CUDA graph capture memory is not in this split (recent vLLM versions subtract an "
+                 "estimate of it from the KV pool, older ones allocate it after): measure it, or "
+                 "run with enforce_eager")
+    notes.append("vLLM takes its memory baseline after creating the CUDA context, so only the "
+                 "non-PyTorch memory that appears later (logged 0.25-0.35 GiB on RTX 3090/4090) "
+                 "is inside its budget; gpusizer subtracts its whole declared CUDA context there, "
+                 "which understates the KV pool by up to a few hundred MiB")
+    context = sum(it.bytes or 0 for it in non_torch if it.name == "cuda_context")
+    requested = int(total * inf.gpu_memory_utilization)
+    if requested > total - context:
+        notes.append(f"gpu_memory_utilization {inf.gpu_memory_utilization} requests {requested} B "
+                     f"but only about {total - context} B are free after the CUDA context: vLLM V1 "
+                     "refuses to start when free memory at start-up is below the request "
+                     "(lower gpu_memory_utilization)")
     return split, notes
