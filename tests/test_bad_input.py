@@ -59,12 +59,18 @@ def test_format_follows_the_output_extension(tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["sheet_sha256"]
 
 
-def test_relative_model_path_is_read_from_the_sheets_folder(tmp_path):
+def _model_folder(tmp_path, name):
+    """A folder holding the real Qwen3-0.6B config.json (skips without ../shared)."""
     cfg = SHARED / "data" / "models" / "Qwen--Qwen3-0.6B" / "config.json"
     if not cfg.is_file():
         pytest.skip(f"{cfg} absent (../shared not beside the checkout)")
-    (tmp_path / "qwen").mkdir()
-    shutil.copy(cfg, tmp_path / "qwen" / "config.json")
+    (tmp_path / name).mkdir()
+    shutil.copy(cfg, tmp_path / name / "config.json")
+    return tmp_path / name
+
+
+def test_relative_model_path_is_read_from_the_sheets_folder(tmp_path):
+    _model_folder(tmp_path, "qwen")
     s = _sheet(tmp_path, "model: {path: qwen}\ntask: inference\n"
                          "inference: {prompt_tokens: 100, new_tokens: 10}\n")
     p = run_cli("estimate", s, "--format", "json")  # cwd is the repository, not tmp_path
@@ -91,11 +97,15 @@ def test_malformed_evidence_exits_2(tmp_path, doc, fragment):
     assert fragment in p.stderr and "Traceback" not in p.stderr
 
 
-def test_short_csv_row_is_an_error(tmp_path):
-    cat = tmp_path / "c.csv"
-    cat.write_text("id,provider,card,cards,days,total_usd\na,p,L4,1,3\n")
+@pytest.mark.parametrize("name,text,fragment", [
+    ("c.csv", "id,provider,card,cards,days,total_usd\na,p,L4,1,3\n", "5 cells for 6 columns"),
+    ("c.yaml", "[]\n", "gave no offer"),
+])
+def test_bad_catalogs_exit_2(tmp_path, name, text, fragment):
+    cat = tmp_path / name
+    cat.write_text(text)
     p = run_cli("plan", _sheet(tmp_path, OK), "--catalog", str(cat), check=2)
-    assert "5 cells for 6 columns" in p.stderr
+    assert fragment in p.stderr
 
 
 def test_lora_trainable_parameters_are_unknown_not_zero(tmp_path):
@@ -129,20 +139,9 @@ def test_output_never_overwrites_an_input(tmp_path):
     assert "cannot tell the format" in p.stderr
 
 
-def test_empty_catalog_is_an_error(tmp_path):
-    cat = tmp_path / "c.yaml"
-    cat.write_text("[]\n")
-    p = run_cli("plan", _sheet(tmp_path, OK), "--catalog", str(cat), check=2)
-    assert "gave no offer" in p.stderr
-
-
 def test_inconsistent_safetensors_header_is_an_error(tmp_path):
     import struct
-    cfg = SHARED / "data" / "models" / "Qwen--Qwen3-0.6B" / "config.json"
-    if not cfg.is_file():
-        pytest.skip(f"{cfg} absent (../shared not beside the checkout)")
-    (tmp_path / "m").mkdir()
-    shutil.copy(cfg, tmp_path / "m" / "config.json")
+    _model_folder(tmp_path, "m")
     header = json.dumps({"w": {"dtype": "BF16", "shape": [4, 4], "data_offsets": [0, 8]}}).encode()
     (tmp_path / "m" / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header
                                                        + b"\0" * 8)
