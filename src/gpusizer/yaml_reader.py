@@ -17,7 +17,12 @@ class YamlProblem(ValueError):
     """Why a YAML text could not be read (one line, with the line and column)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (several times faster), else the pure-Python one;
+# both use the same Python resolver and constructor, customized below.
+_SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeBase):  # type: ignore[misc, valid-type]
     """SafeLoader without the timestamp resolver and with duplicate-key detection."""
 
 

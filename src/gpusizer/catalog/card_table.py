@@ -18,9 +18,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..yaml_reader import YamlProblem, parse_yaml
 from ..errors import CatalogError
 from ..units import GiB, MiB
 from .row_errors import catalog_error_from
@@ -271,9 +271,9 @@ def load_card_table(path: Path) -> CardTable:
         CatalogError: the file is not valid YAML or not a valid table.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"not valid YAML: {exc}", file=str(path)) from exc
+        data = parse_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, YamlProblem) as exc:
+        raise CatalogError(f"cannot read the card table: {exc}", file=str(path)) from None
     return parse_card_table(data, file=str(path))
 
 
@@ -281,4 +281,4 @@ def load_card_table(path: Path) -> CardTable:
 def bundled_card_table() -> CardTable:
     """The card table shipped with gpusizer, parsed once per process (cached)."""
     text = resources.files("gpusizer").joinpath("data/cards.yaml").read_text(encoding="utf-8")
-    return parse_card_table(yaml.safe_load(text), file=BUNDLED_CARDS_FILE)
+    return parse_card_table(parse_yaml(text), file=BUNDLED_CARDS_FILE)
