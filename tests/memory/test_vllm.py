@@ -23,6 +23,7 @@ def test_vllm10517_llama31_8b_rtx3090_20000_tokens_fits():
     assert v["kv_blocks"] == pytest.approx(1952, rel=0.05)
     assert v["kv_tokens"] == 16 * v["kv_blocks"]
     assert v["max_concurrency"] == pytest.approx(1.56, rel=0.05)
+    assert v["sequences_held"] == 1  # one whole 20000-token sequence at once (1.57 rounds down)
     # weights incl. the rotary cache: 16 060 522 496 + 131072 × 128 × 2 B = 14.99 GiB, as logged
     assert v["weights_bytes"] / GiB == pytest.approx(14.9888, abs=0.005)
     assert doc["memory"]["peak_bytes"] == v["budget_bytes"]

@@ -41,7 +41,7 @@ def _vllm(v: VllmSplit | None) -> dict[str, Any] | None:
             "total_bytes": v.total_bytes, "total_source": v.total_source,
             "weights_bytes": v.weights_bytes, "activation_bytes": v.activation_bytes,
             "non_torch_bytes": v.non_torch_bytes, "block_bytes": v.block_bytes,
-            "kv_blocks": v.kv_blocks, "starts": v.starts}
+            "kv_blocks": v.kv_blocks, "starts": v.starts, "sequences_held": v.sequences_held}
 
 
 def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
