@@ -215,9 +215,10 @@ def memory(ctx: OfferContext) -> Criterion:
         need = ctx.sheet.inference.concurrency
         holds = v.sequences_held is not None and v.sequences_held >= need
         reason = (f"vLLM pool {fmt_bytes(v.budget_bytes)} per GPU leaves a KV cache of "
-                  f"{fmt_bytes(v.kv_cache_bytes)} = {v.kv_tokens} tokens: max concurrency "
-                  f"{v.max_concurrency} at {ctx.sheet.inference.tokens_per_sequence} tokens "
-                  f"{'>=' if holds else '<'} {need} required"
+                  f"{fmt_bytes(v.kv_cache_bytes)} = {v.kv_tokens} tokens: it holds "
+                  f"{v.sequences_held} whole sequence(s) of "
+                  f"{ctx.sheet.inference.tokens_per_sequence} tokens (max concurrency "
+                  f"{v.max_concurrency}) {'>=' if holds else '<'} {need} required"
                   + ("" if holds else " (the rest would queue)")
                   + (" — an upper bound: " + ", ".join(sorted({n for p in est.phases
                                                                 for n in p.unknown_items}))

@@ -16,6 +16,8 @@ required length (``max_model_len``).
 
 from __future__ import annotations
 
+import math
+
 from ..model.facts import ModelFacts
 from .items import VllmSplit
 from .kv_cache import KvLayout
@@ -102,5 +104,7 @@ def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weigh
                      weights_bytes=weights_bytes, activation_bytes=activation_bytes,
                      non_torch_bytes=non_torch_bytes, kv_cache_bytes=kv, block_bytes=block_bytes,
                      kv_blocks=blocks, kv_tokens=tokens,
-                     max_concurrency=None if concurrency is None else round(max(0.0, concurrency), 2),
+                     # floored to 0.01 so 7.995 never reads as 8.0
+                     max_concurrency=None if concurrency is None else
+                     math.floor(max(0.0, concurrency) * 100) / 100,
                      starts=starts, sequences_held=held)
