@@ -28,7 +28,6 @@ class CardRules:
         weights: the weight format that really runs.
         compute_dtype: the dtype activations and the KV cache use.
         attention: the attention kernel that really runs (``eager`` keeps S × S matrices).
-        incompatible: essential requirements the card cannot meet (compatibility ``exclude``).
         changes: what was changed from the sheet and why (memory sized so; quality to confirm).
     """
 
@@ -37,7 +36,6 @@ class CardRules:
     weights: str
     compute_dtype: str
     attention: str
-    incompatible: tuple[str, ...] = ()
     changes: tuple[str, ...] = ()
 
 
@@ -54,7 +52,6 @@ def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, 
         return CardRules(card, compute_capability, weights, compute_dtype, attention)
     cc = tuple(compute_capability)
     changes: list[str] = []
-    incompatible: list[str] = []
     w, cd, att = weights, compute_dtype, attention
     if w == "fp8" and cc < (8, 9):
         if engine == "vllm":
@@ -79,4 +76,4 @@ def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, 
         changes.append(f"MXFP4 kernels need CC >= 7.5 (transformers docs, quantization/mxfp4; card "
                        f"{cc[0]}.{cc[1]}): the checkpoint is dequantized to bf16 at load")
         w = "bf16" if cc >= (8, 0) else "fp16"
-    return CardRules(card, cc, w, cd, att, tuple(incompatible), tuple(changes))
+    return CardRules(card, cc, w, cd, att, tuple(changes))
