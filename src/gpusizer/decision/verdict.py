@@ -67,16 +67,16 @@ def rank_offers(decisions: list[OfferDecision]) -> None:
     for d in decisions:
         d.verdict = verdict_of(d.criteria)
     inf = float("inf")
+    margin = {id(d): useful_margin_bytes(d) for d in decisions}
     selected = [d for d in decisions if d.verdict == "selected"]
     selected.sort(key=lambda d: (d.total_usd if d.total_usd is not None else inf,
-                                 -(useful_margin_bytes(d) or 0),
+                                 -(margin[id(d)] or 0),
                                  d.offer.available_from.toordinal() if d.offer.available_from
                                  else inf))
     for i, d in enumerate(selected, 1):
         d.rank = i
     conditional = [d for d in decisions if d.verdict == "conditional"]
-    conditional.sort(key=lambda d: (-(useful_margin_bytes(d)) if useful_margin_bytes(d) is not None
-                                    else inf,
+    conditional.sort(key=lambda d: (-margin[id(d)] if margin[id(d)] is not None else inf,
                                     d.total_usd if d.total_usd is not None else inf))
     for i, d in enumerate(conditional, 1):
         d.provisional_rank = i

@@ -446,11 +446,9 @@ def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
         notes.append("engine vllm without a card: vLLM's pool split (budget, KV blocks, maximum "
                      "concurrency) needs --card")
         return None, notes
-    b = DTYPE_BYTES[plan.compute_dtype]
-    rope = rotary_cache_bytes(facts, b)
-    act, act_text = profile_activation_bytes(facts, max_num_batched_tokens=inf.max_num_batched_tokens,
-                                             max_num_seqs=inf.max_num_seqs, dtype_bytes=b,
-                                             tp=share.tp, weights_format=plan.runs)
+    rope = rotary_cache_bytes(facts, DTYPE_BYTES[plan.compute_dtype])
+    # the prefill item of a vLLM sheet is the profile run's activation peak (_inference_items)
+    profile = next(it for it in items if it.name == "prefill_working")
     non_torch = [it for it in items if it.non_torch and it.phases and it.name != "allocator_slack"]
     unknown = [it.name for it in non_torch if it.bytes is None]
     nt = sum(it.bytes for it in non_torch if it.bytes is not None)
@@ -462,10 +460,10 @@ def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
         src = ("nvidia-smi total from the card table (the CUDA-visible total, which vLLM uses, is "
                "not known for this card and is usually a few hundred MiB lower)")
     split = vllm_split(total_bytes=total, total_source=src, utilization=inf.gpu_memory_utilization,
-                       weights_bytes=weights_bytes + rope, activation_bytes=act,
+                       weights_bytes=weights_bytes + rope, activation_bytes=profile.bytes,
                        non_torch_bytes=nt, layout=layout, block_size=inf.block_size,
                        tokens_per_sequence=inf.tokens_per_sequence)
-    notes.append(f"vLLM profile run: {act_text}; rotary cos/sin cache {rope} B")
+    notes.append(f"{profile.formula}; rotary cos/sin cache {rope} B")
     if unknown:
         notes.append("vLLM KV figures are upper bounds: non-PyTorch items of unknown size ("
                      + ", ".join(unknown) + ") are not subtracted")
@@ -477,7 +475,7 @@ def _vllm_block(sheet, facts, plan, share, card, weights_bytes, items, layout):
                  "is inside its budget; gpusizer subtracts its whole declared CUDA context there, "
                  "which understates the KV pool by up to a few hundred MiB")
     context = sum(it.bytes or 0 for it in non_torch if it.name == "cuda_context")
-    requested = int(total * inf.gpu_memory_utilization)
+    requested = split.budget_bytes
     if requested > total - context:
         notes.append(f"gpu_memory_utilization {inf.gpu_memory_utilization} requests {requested} B "
                      f"but only about {total - context} B are free after the CUDA context: vLLM V1 "
