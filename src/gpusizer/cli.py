@@ -181,11 +181,21 @@ def schema() -> None:
 
 
 @app.command()
-def simulate(sheet: SheetArg, card: CardOpt = None) -> None:
-    """Same JSON as estimate with provenance 'simulated' (needs the simulate extra)."""
-    typer.echo("error: `gpusizer simulate` is not available in this version: the simulate extra "
-               "(torch fake tensors) is not built yet; use `gpusizer estimate`", err=True)
-    raise typer.Exit(1)
+def simulate(sheet: SheetArg, card: CardOpt = None,
+             format: Annotated[Optional[MemFmt], typer.Option(
+                 "--format", help="md | json (default: from the -o extension, else md)")] = None,
+             out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
+    """Run the model code on fake tensors: items with provenance 'simulated', phase peaks and the
+    difference to estimate (needs the simulate extra: pip install gpusizer[simulate])."""
+    from .simulate import require_extra
+    try:
+        require_extra()
+        from .pipeline import run_simulate
+        from .report.simulation import simulate_document
+        result = run_simulate(_load(sheet), card=_card(card), base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc)
+    _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
 
 
 @app.command()

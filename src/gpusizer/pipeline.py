@@ -23,7 +23,7 @@ from .memory.weights import dense_bytes, weight_breakdown
 from .model.facts import ModelFacts
 from .sheet import Sheet, quality_sha256, sheet_sha256
 
-__all__ = ["resolve_facts", "EstimateResult", "run_estimate", "PlanResult", "run_plan",
+__all__ = ["resolve_facts", "EstimateResult", "run_estimate", "run_simulate", "PlanResult", "run_plan",
            "required_dimensions", "checkpoint_bytes"]
 
 
@@ -119,6 +119,16 @@ def run_estimate(sheet: Sheet, *, card: Card | None = None,
                            required=required_dimensions(sheet))
         fit = memory(ctx)
     return EstimateResult(sheet, facts, est, card, fit)
+
+
+def run_simulate(sheet: Sheet, *, card: Card | None = None, base_dir: Path | None = None):
+    """Simulate the sheet's phases on fake tensors (``gpusizer simulate``; the simulate extra).
+
+    Returns a ``simulate.engine.SimulationResult``; torch is imported only here, lazily.
+    """
+    from .simulate.engine import simulate_memory
+    facts = resolve_facts(sheet, base_dir=base_dir)
+    return simulate_memory(sheet, facts, card=card, base_dir=base_dir)
 
 
 @dataclass
