@@ -74,6 +74,10 @@ class LinearModule:
         experts: 0 for an ``nn.Linear``/``Conv1D`` module; for a stacked routed-expert parameter,
             the number of experts it stacks (PEFT ``target_parameters`` adds one adapter per
             expert).
+        router: the MoE router (a ``…TopKRouter`` module with a 2-D weight).
+        converted_from: checkpoint tensors transformers v5 concatenates into this stacked
+            parameter at load (``gate_up_proj`` from per-expert gate and up: 2), 0 when the
+            checkpoint already stores it stacked (gpt-oss) or for plain modules.
     """
 
     path: str
@@ -81,6 +85,8 @@ class LinearModule:
     cols: int
     count: int
     experts: int = 0
+    router: bool = False
+    converted_from: int = 0
 
     @property
     def name(self) -> str:

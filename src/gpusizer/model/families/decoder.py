@@ -182,8 +182,8 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
     (gate and up fused, 2·I × h) and ``down_proj`` (h × I), over all experts
     (``models/mixtral/modeling_mixtral.py`` ``MixtralExperts``) — which PEFT reaches through
     ``target_parameters`` with one adapter per expert (``peft/tuners/lora/layer.py``
-    ``ParamWrapper``); shared experts under ``mlp.shared_experts``; and ``lm_head``. Routers are
-    not ``nn.Linear`` in transformers v5 (``…TopKRouter`` parameters) and are not listed.
+    ``ParamWrapper``); shared experts under ``mlp.shared_experts``; the router (``mlp.gate``;
+    gpt-oss ``mlp.router``); and ``lm_head``.
     """
     s = shapes
     dense_layers = s.num_layers - s.moe_layers
@@ -206,7 +206,12 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
         else:
             mats = tuple(Linear(m.rows, m.cols, name=n)
                          for m, n in zip(mats, ("gate_up_proj", "down_proj")))
-        add(f"{s.mlp_prefix}.experts", mats, s.moe_layers, e.count)
+        for m, n_src in zip(mats, (2, 1)):
+            out.append(LinearModule(f"{s.mlp_prefix}.experts.{m.name}", m.rows, m.cols,
+                                    s.moe_layers, e.count,
+                                    converted_from=0 if e.stacked else n_src))
         add(f"{s.mlp_prefix}.shared_experts", e.shared, s.moe_layers)
+        out.append(LinearModule(f"{s.mlp_prefix}.{e.router.name or 'gate'}", e.router.rows,
+                                e.router.cols, s.moe_layers, router=True))
     out.append(LinearModule("lm_head", s.vocab_size, s.hidden_size, 1, 0))
     return tuple(out)
