@@ -139,9 +139,18 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
                      "routing assumed here and any real routing give the same tensor sizes")
     config.use_cache = task == "inference"
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
-    model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    try:
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    except ValueError as exc:
+        if impl != "sdpa" or "does not support an attention implementation" not in str(exc):
+            raise
+        # transformers refuses SDPA for this class (e.g. gpt-oss attention sinks): it runs eager
+        config._attn_implementation = "eager"
+        notes.append(f"transformers has no SDPA path for {model_type}: eager attention "
+                     "(S × S scores kept)")
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
     if task != "inference" and gradient_checkpointing:
-        model.gradient_checkpointing_enable()
+        model.activation_checkpointing_enable()
         notes.append("gradient checkpointing: transformers' default (non-reentrant "
                      "torch.utils.checkpoint per decoder layer)")
     targets = None

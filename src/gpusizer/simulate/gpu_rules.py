@@ -59,7 +59,8 @@ class AttentionChoice:
 
 def choose_attention_kernel(*, dtype: str, head_dim: int, has_mask: bool,
                             compute_capability: tuple[int, int], softcapping: bool = False,
-                            requested: str = "sdpa") -> AttentionChoice:
+                            requested: str = "sdpa",
+                            value_head_dim: int | None = None) -> AttentionChoice:
     """The attention kernel a CUDA run takes (pure).
 
     Args:
@@ -71,6 +72,8 @@ def choose_attention_kernel(*, dtype: str, head_dim: int, has_mask: bool,
         softcapping: the model soft-caps attention logits (Gemma 2): SDPA has no soft-cap, so
             transformers runs its eager attention.
         requested: the sheet's ``attention`` (``sdpa`` | ``flash`` | ``eager``).
+        value_head_dim: per-head width of V when it differs from Q/K (MLA); flash needs them
+            equal.
 
     Returns:
         AttentionChoice. Priority as PyTorch's CUDA dispatcher: flash → memory-efficient → math.
@@ -86,6 +89,8 @@ def choose_attention_kernel(*, dtype: str, head_dim: int, has_mask: bool,
         return AttentionChoice("eager", "the model soft-caps attention logits and SDPA has no "
                                         "soft-cap: transformers runs eager attention (S × S)")
     why_not_flash = _flash_refusal(dtype, head_dim, has_mask, cc)
+    if why_not_flash is None and value_head_dim not in (None, head_dim):
+        why_not_flash = f"needs equal Q/K and V head dims, got {head_dim} and {value_head_dim}"
     if why_not_flash is None:
         return AttentionChoice("flash", f"SDPA flash: sm{cc[0]}{cc[1]} ≥ sm80, {dtype}, head_dim "
                                         f"{head_dim} ≤ 256, no mask")
@@ -183,6 +188,7 @@ class GpuRules:
             dtype = _DTYPE_NAMES.get(str(query.dtype), str(query.dtype))
             choice = choose_attention_kernel(dtype=dtype, head_dim=query.shape[-1],
                                              has_mask=attn_mask is not None,
+                                             value_head_dim=value.shape[-1],
                                              compute_capability=self.cc,
                                              requested="sdpa" if self.requested == "eager"
                                              else self.requested)

@@ -115,6 +115,12 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
         if p.name not in merged or p.peak_bytes > merged[p.name].peak_bytes:
             merged[p.name] = p
     attention = [{"kernel": k, "reason": why, "calls": n} for (k, why), n in gpu.choices.items()]
+    impl = getattr(built.config, "_attn_implementation", None)
+    if impl == "eager":
+        attention.append({"kernel": "eager", "calls": None, "reason": (
+            "attention: eager (S × S scores kept)" if sheet.attention == "eager" else
+            "the model soft-caps attention logits and SDPA has no soft-cap: transformers' "
+            "eager attention (S × S scores kept)")})
     return PhaseRun(list(merged.values()), attention, notes, trainable,
                     time.perf_counter() - start)
 
