@@ -103,13 +103,17 @@ def plan(sheet: SheetArg,
          format: Annotated[Optional[Fmt], typer.Option(
              "--format", help="md | json | html (default: from the -o extension, else md)")] = None,
          out: Annotated[Optional[Path], typer.Option("-o", "--out", help="output file")] = None,
-         quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False) -> None:
+         quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False,
+         simulate: Annotated[bool, typer.Option(
+             "--simulate", help="also run the model code on fake tensors per card (the simulate "
+                                "extra); memory stays to confirm, its reason quotes both")] = False,
+         ) -> None:
     """The main job: memory items and phases, every offer classified, the one-page sheet."""
     from .pipeline import run_plan
     from .report.json_report import plan_document
     try:
         result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
-                          base_dir=sheet.parent)
+                          base_dir=sheet.parent, simulate=simulate)
     except GpusizerError as exc:
         _fail(exc)
     inputs = (sheet, *(catalog or ()))

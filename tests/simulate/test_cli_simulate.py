@@ -101,3 +101,16 @@ def test_core_never_imports_torch(tmp_path):
                           cwd=REPO_ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_plan_simulate_quotes_both_and_stays_to_confirm(tmp_path, write_model, shared_dir):
+    sheet = _sheet(tmp_path, write_model, shared_dir)
+    doc = json.loads(run_cli("plan", str(sheet), "--simulate", "--format", "json").stdout)
+    per_card = doc["simulations"]["per_card"]
+    assert set(per_card) == {"RTX 4090", "RTX 6000 Ada"}   # the seed's two offers
+    for offer in doc["offers"]:
+        mem = offer["criteria"]["memory"]
+        assert mem["state"] == "to_confirm"
+        sim = per_card[offer["canonical_card"]]["device_peak_bytes"]
+        assert "simulated device peak" in mem["reason"] and "vs estimated" in mem["reason"]
+        assert f"{sim:,}".replace(",", " ") in mem["reason"]
