@@ -62,6 +62,27 @@ def test_inference_weights_and_kv_cache(tiny_llama):
     assert r.comparison["phases"][0]["phase"] == "load"
 
 
+def test_static_cache_is_whole_before_prefill(tiny_llama):
+    r = _simulate(tiny_llama, "inference", {"inference": {
+        "prompt_tokens": 48, "new_tokens": 16, "concurrency": 2, "cache": "static"}})
+    kv = _item(r, "kv_cache")
+    # StaticCache(max_cache_len = 48 + 16): 2 layers × (K, V) × 2 × 2 × 64 × 16 × 2 B
+    assert kv.phase_bytes["prefill"] == kv.phase_bytes["decode"] == 2 * 2 * (2 * 2 * 64 * 16 * 2)
+
+
+def test_logits_all_keeps_every_position(shared_dir, write_model):
+    # TinyLlama's own vocabulary (32 000), so that the logits dominate the prefill peak
+    folder = write_model(tiny_config(real_config(shared_dir, "TinyLlama--TinyLlama-1.1B-Chat-v1.0"),
+                                     vocab=32000))
+    block = {"prompt_tokens": 48, "new_tokens": 16, "concurrency": 2}
+    last = _simulate(folder, "inference", {"inference": block})
+    every = _simulate(folder, "inference", {"inference": {**block, "logits": "all"}})
+    prefill = lambda r: sum(it.phase_bytes.get("prefill", 0) for it in r.memory.items  # noqa
+                            if it.provenance == "simulated")
+    # bf16 logits of 2 × 48 positions × 32 000 = 6 144 000 B instead of 2 × 1 × 32 000 × 2 B
+    assert prefill(every) - prefill(last) >= 2 * 48 * 32000 * 2 - 2 * 32000 * 2
+
+
 def test_full_training_states_and_gradients(tiny_llama):
     r = _simulate(tiny_llama, "full", {"training": {"sequence_length": 64, "microbatch": 2}})
     step = "optimizer_step"
