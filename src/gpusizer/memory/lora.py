@@ -41,15 +41,15 @@ class LoraAdapters:
         targets: the target names as resolved (PEFT's default list when the sheet says
             ``default``).
         parameters: trainable parameters, whole model: Σ count × max(1, experts) × r × (in + out).
-        tensors: ``(count, elements)`` of every adapter tensor (A and B of each instance), for
-            per-tensor optimizer rules.
+        tensors: ``(count, rows, cols)`` of every adapter tensor (A and B of each instance),
+            for per-tensor optimizer rules.
         formula: the sum with this sheet's numbers.
     """
 
     modules: tuple[LinearModule, ...]
     targets: tuple[str, ...]
     parameters: int
-    tensors: tuple[tuple[int, int], ...]
+    tensors: tuple[tuple[int, int, int], ...]
     formula: str
 
 
@@ -128,12 +128,12 @@ def lora_adapters(facts: ModelFacts, rank: int, targets: str | list[str]) -> Lor
     """
     mods, resolved = lora_targets(facts, targets)
     total = 0
-    tensors: list[tuple[int, int]] = []
+    tensors: list[tuple[int, int, int]] = []
     terms = []
     for m, sources in mods:
         per = max(1, m.experts) * sources
         total += m.count * per * rank * (m.rows + m.cols)
-        tensors += [(m.count, per * rank * m.cols), (m.count, per * rank * m.rows)]
+        tensors += [(m.count, per * rank, m.cols), (m.count, m.rows, per * rank)]
         e = f" × {m.experts} experts" if m.experts else ""
         e += f" × {sources} source tensors" if sources > 1 else ""
         terms.append(f"{m.path}: {m.count}{e} × {rank} × ({m.cols} + {m.rows})")
