@@ -54,6 +54,9 @@ class TrainedParts:
         gate_up: the MLP's first matrices' input is saved.
         down: the MLP's last matrix input is saved.
         experts: routed experts train or carry adapters.
+        qkv_readers / gate_up_readers: LoRA-adapted modules reading the attention-norm and
+            MLP-norm outputs. When that output is fp32 (promoted residual stream), autocast makes
+            one 16-bit copy per adapted reader and each ``lora_A`` keeps its own.
     """
 
     full: bool
@@ -62,6 +65,8 @@ class TrainedParts:
     gate_up: bool
     down: bool
     experts: bool = False
+    qkv_readers: int = 1
+    gate_up_readers: int = 1
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,15 @@ def _norm(facts: ModelFacts, t: int, width: int, c: int, *, weight_trained: bool
 
 
 def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel: str,
-                      parts: TrainedParts) -> LayerActivations:
+                      parts: TrainedParts, residual_bytes: int | None = None) -> LayerActivations:
     """Bytes autograd saves in one decoder layer for ``batch`` sequences of ``seq`` tokens.
 
     See the module docstring for each term and its source. MLA (DeepSeek) is counted with its
     per-head q/k width (nope + rope) for q and k and v_head_dim for v, plus the fp32 latent norms.
+    ``residual_bytes``: bytes per value of the residual stream (c, or 4 when fp32 embeddings and
+    norms promote it, PEFT ``prepare_model_for_kbit_training``).
     """
+    r = residual_bytes or c
     t = batch * seq
     h = facts.hidden_size
     heads = facts.num_attention_heads
@@ -116,6 +124,10 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
     attn_norm = _norm(facts, t, h, c, weight_trained=full, output_saved=parts.qkv)
     mlp_norm = _norm(facts, t, h, c, weight_trained=full, output_saved=parts.gate_up) \
         if pre_norms == 2 else 0
+    if r == 4 and not full:   # fp32 norm outputs: one autocast copy per adapted reader
+        attn_norm += c * t * h * (max(0, parts.qkv_readers - 1) if parts.qkv else 0)
+        if pre_norms == 2 and parts.gate_up:
+            mlp_norm += c * t * h * max(0, parts.gate_up_readers - 1)
     extra_norms = max(0, facts.norms_per_layer - 2)   # Gemma 2/3 post-attention / post-MLP norms
     post = extra_norms * _norm(facts, t, h, c, weight_trained=full, output_saved=False)
     norms = attn_norm + mlp_norm + post
@@ -164,7 +176,7 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
                      + (f" + shared experts {shared} B" if shared else ""))
     dense = norms + attn + mlp
     moe_total = (norms + attn + moe_layer) if facts.moe is not None else 0
-    return LayerActivations(dense, moe_total, c * t * h, "; ".join(terms))
+    return LayerActivations(dense, moe_total, r * t * h, "; ".join(terms))
 
 
 def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, str]:
@@ -183,7 +195,8 @@ def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, s
 
 
 def backward_layer_working(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel: str,
-                           largest_dequantized: int = 0, largest_weight_grad: int = 0) -> int:
+                           largest_dequantized: int = 0, largest_weight_grad: int = 0,
+                           residual_bytes: int | None = None) -> int:
     """Transient bytes while one layer runs backward (beyond what it saved).
 
     The gradient of the layer output and of the residual (2·c·T·h), the fp32 RMSNorm backward
@@ -195,7 +208,7 @@ def backward_layer_working(facts: ModelFacts, *, batch: int, seq: int, c: int, k
     t = batch * seq
     h = facts.hidden_size
     inter = facts.intermediate_size or (facts.moe.expert_intermediate_size if facts.moe else h)
-    out = 2 * c * t * h + 8 * t * h + 3 * c * t * inter
+    out = 2 * (residual_bytes or c) * t * h + 8 * t * h + 3 * c * t * inter
     if kernel == "eager":
         out += (4 + c) * batch * facts.num_attention_heads * seq * seq
     return out + largest_dequantized + largest_weight_grad

@@ -116,7 +116,13 @@ def _parts(sheet: Sheet, adapters: LoraAdapters | None) -> TrainedParts:
                                                   ".dense_4h_to_h"))
                  and "experts" not in p})
     experts = any(m.experts for m in adapters.modules)
-    return TrainedParts(False, qkv, o, gate_up, down, experts)
+    qkv_readers = sum(1 for m in adapters.modules if m.name in (
+        "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj",
+        "kv_a_proj_with_mqa"))
+    gate_up_readers = sum(1 for p in paths if p.endswith((".gate_proj", ".up_proj", ".c_fc",
+                                                           ".dense_h_to_4h", "mlp.gate_up_proj"))
+                          and "experts" not in p and "shared" not in p)
+    return TrainedParts(False, qkv, o, gate_up, down, experts, qkv_readers, gate_up_readers)
 
 
 def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype: str,
@@ -165,6 +171,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
         tensors = list(adapters.tensors)
     parts = _parts(sheet, adapters)
     items: list[Item] = []
+    prepare = sheet.task == "qlora" and tr.prepare_kbit_training is not False
+    residual = 4 if prepare else c
 
     # -- weights (resident parameters) ---------------------------------------------------------
     for it in weight_items:
@@ -192,6 +200,15 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                          "default (autocast_adapter_dtype=True) upcasts them to fp32, which "
                          "is precision amp")
 
+    if prepare and c < 4:
+        kept = sum(g.count for g in facts.params if g.role not in QUANTIZABLE_ROLES)
+        items.append(Item("prepare_kbit_upcast", kept * (4 - c), "estimated",
+                          tuple(p for p in phases if p != "load"),
+                          "peft prepare_model_for_kbit_training (peft/utils/other.py) casts every "
+                          "non-quantized fp16/bf16 parameter to fp32; TRL's SFTTrainer calls it for "
+                          "quantized models (training.prepare_kbit_training: false when not)",
+                          f"{kept} kept parameters (embeddings, lm_head, norms) × (4 − {c}) B; the "
+                          "fp32 embeddings and norms also make the residual stream fp32"))
     linear_params = sum(g.count for g in facts.params
                         if g.role in (*QUANTIZABLE_ROLES, "lm_head")) + (
         facts.vocab_size * facts.hidden_size if facts.tie_word_embeddings else 0)
@@ -238,13 +255,17 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                           "estimated", ("optimizer_step",), opt_src, opt.formula))
 
     # -- activations and the backward sweep ----------------------------------------------------
-    la = layer_activations(facts, batch=b, seq=s, c=c, kernel=kernel, parts=parts)
+    la = layer_activations(facts, batch=b, seq=s, c=c, kernel=kernel, parts=parts,
+                           residual_bytes=residual)
     n_layers = facts.num_layers
     moe_layers = facts.moe.moe_layers if facts.moe else 0
     saved = [la.saved_bytes] * (n_layers - moe_layers) + [la.moe_saved_bytes] * moe_layers
     ckpt = tr.gradient_checkpointing
     kept = [la.input_bytes] * n_layers if ckpt else saved
     final_norm = 4 * t * facts.hidden_size + (2 * c * t * facts.hidden_size if full else 0)
+    if prepare and c < 4:
+        # the fp32 lm_head is frozen: autocast's 16-bit copy of it is saved for the input gradient
+        final_norm += facts.vocab_size * facts.hidden_size * c
     fwd_logits, bwd_logits, logits_text = logits_bytes(facts, tokens=t, c=c)
     head_params = facts.vocab_size * facts.hidden_size if full else 0
     embed_at_end = head_params if (full and not facts.tie_word_embeddings) else 0
@@ -258,7 +279,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     wgrad = (max((g.largest_matrix for g in facts.params if g.role in QUANTIZABLE_ROLES),
                  default=0) * p_bytes if full else 0)
     w_bwd = backward_layer_working(facts, batch=b, seq=s, c=c, kernel=kernel,
-                                   largest_dequantized=dequant, largest_weight_grad=wgrad)
+                                   largest_dequantized=dequant, largest_weight_grad=wgrad,
+                                   residual_bytes=residual)
     ga = tr.gradient_accumulation
     prior = grads_total if ga > 1 else 0     # gradients kept between microbatches
     instants = []   # (label, activations, logits, gradients, working)
@@ -350,10 +372,9 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
 
     notes.append(f"gradient accumulation {ga}: {t} tokens per microbatch, "
                  f"{t * ga * (n_gpu if strategy != 'single' else 1)} tokens per update (R12)")
-    if sheet.task == "qlora":
-        notes.append("peft prepare_model_for_kbit_training casts the 16-bit modules kept beside "
-                     "the 4-bit base (norms, embeddings, lm_head) to fp32 and enables gradient "
-                     "checkpointing; this estimate keeps them in the compute dtype")
+    if sheet.task == "qlora" and not prepare:
+        notes.append("prepare_kbit_training false: the modules kept beside the 4-bit base "
+                     "(norms, embeddings, lm_head) stay in the compute dtype")
     if kernel == "eager":
         notes.append("eager attention keeps microbatch × heads × s² softmax matrices per layer")
     summary = TrainingSummary(trainable, p_dtype, adapters.targets if adapters else (), t,
