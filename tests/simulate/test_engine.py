@@ -89,6 +89,8 @@ def test_full_training_states_and_gradients(tiny_llama):
     assert _item(r, "gradients").phase_bytes[step] == WEIGHTS
     # AdamW foreach: exp_avg and exp_avg_sq like each parameter, plus a 4-byte `step` per tensor
     assert _item(r, "optimizer_states").phase_bytes[step] == 2 * WEIGHTS + TENSORS * 512
+    # the steady state: the second step's forward and backward hold the states
+    assert _item(r, "optimizer_states").phase_bytes["forward"] == 2 * WEIGHTS + TENSORS * 512
     # every parameter: bytes without the norms' rounding (5 × 384 B), at 2 B each
     assert r.trainable_parameters == (WEIGHTS - 5 * (512 - 128)) // 2 == 106_816
     assert [p.name for p in r.memory.phases] == ["load", "forward", "backward", "optimizer_step",

@@ -20,16 +20,18 @@ ITEM_MAPPING: dict[str, tuple[str, ...]] = {
     "gradients": ("gradients",),
     "optimizer_states": ("optimizer_states",),
     "kv_cache": ("kv_cache",),
-    "activations": ("activations", "logits", "prefill_working", "decode_working"),
-    "temporaries": ("backward_working", "optimizer_working", "kv_cache_growth_transient",
+    "activations": ("activations", "logits"),
+    "temporaries": ("backward_working", "optimizer_step_temporary", "validation_working",
+                    "prefill_working", "decode_working", "kv_cache_growth_transient",
                     "load_conversion_transient"),
 }
 """Simulated item (one tracker category) → the ``estimate`` items that size the same memory.
 
-``activations`` (what outlives the operator that made it, incl. logits) and ``temporaries``
-(made and freed within the phase) split the live set by lifetime, while the estimate's
-``*_working`` items hold a layer's whole working set; compare their sum when the two split
-differently (``working_total`` in the items table)."""
+``activations`` (what outlives the phase that made it: saved for backward, logits) and
+``temporaries`` (made and freed within the phase) split the live set by lifetime; the estimate's
+``*_working`` items are working sets freed within their phase, so they map to temporaries. Where
+the two split a phase differently, compare ``working_total`` (activations + temporaries against
+all of those items)."""
 
 
 def _sum(est: MemoryEstimate, names: tuple[str, ...], phase: str | None) -> tuple[int | None, list]:
