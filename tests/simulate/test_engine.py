@@ -154,7 +154,7 @@ def test_family(family, shared_dir, write_model):
 
 @pytest.mark.parametrize("top, field", [
     ({"model": {"parameters": 7_000_000_000}, "weights": "bf16"}, "model.parameters"),
-    ({"weights": "nf4"}, "weights"),
+    ({"weights": "int8"}, "weights"),
     ({"training": {"sequence_length": 64, "microbatch": 1, "precision": "amp"}},
      "training.precision"),
 ])

@@ -107,8 +107,13 @@ class BuiltModel:
 
 
 def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, sheet: Sheet,
-                gradient_checkpointing: bool = False) -> BuiltModel:
+                gradient_checkpointing: bool = False, pause=None,
+                after_build=None) -> BuiltModel:
     """Instantiate the model with transformers (call it inside ``FakeTensorMode``).
+
+    ``pause`` (a context manager) is held while transformers instantiates the model, and
+    ``after_build(model)`` runs next, before LoRA: how 4-bit layers replace the 16-bit ones
+    without the 16-bit model ever counting.
 
     Raises:
         SimulationError: transformers does not know the ``model_type`` (remote code is never
@@ -139,8 +144,10 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
                      "routing assumed here and any real routing give the same tensor sizes")
     config.use_cache = task == "inference"
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    from contextlib import nullcontext
     try:
-        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+        with pause() if pause else nullcontext():
+            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
     except ValueError as exc:
         if impl != "sdpa" or "does not support an attention implementation" not in str(exc):
             raise
@@ -148,14 +155,17 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
         config._attn_implementation = "eager"
         notes.append(f"transformers has no SDPA path for {model_type}: eager attention "
                      "(S × S scores kept)")
-        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+        with pause() if pause else nullcontext():
+            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    if after_build is not None:
+        notes += after_build(model)
     if task != "inference" and gradient_checkpointing:
         model.activation_checkpointing_enable()
         notes.append("gradient checkpointing: transformers' default (non-reentrant "
                      "torch.utils.checkpoint per decoder layer)")
     targets = None
     if task in ("lora", "qlora"):
-        model, targets = _add_lora(model, sheet, gradient_checkpointing, notes)
+        model, targets = _add_lora(model, sheet, torch_dtype, notes)
     elif task == "full":
         model.train()
     return BuiltModel(model, config, notes, targets)
@@ -186,8 +196,7 @@ def moves_that_change_nothing_skipped() -> Iterator[None]:
         yield
 
 
-def _add_lora(model, sheet: Sheet, gradient_checkpointing: bool, notes: list[str]):
-    del gradient_checkpointing  # non-reentrant checkpointing needs no input-grad hook
+def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
     from peft import LoraConfig, get_peft_model
 
     lora = sheet.training.lora
@@ -198,7 +207,7 @@ def _add_lora(model, sheet: Sheet, gradient_checkpointing: bool, notes: list[str
     # PEFT makes the adapters in the default dtype and then casts them to the base layer's
     # device and dtype with Module.to(), which cannot swap fake parameters: make them in that
     # dtype to begin with, on the one (CPU) device, so every move has nothing to do.
-    torch.set_default_dtype(next(model.parameters()).dtype)
+    torch.set_default_dtype(compute_dtype)
     try:
         # pure precision: adapters in the compute dtype as the sheet says (PEFT would upcast
         # them to fp32 by default, which is the amp layout; amp is refused before this)

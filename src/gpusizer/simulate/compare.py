@@ -14,7 +14,8 @@ from ..memory.items import MemoryEstimate
 __all__ = ["ITEM_MAPPING", "compare_estimates"]
 
 ITEM_MAPPING: dict[str, tuple[str, ...]] = {
-    "weights": ("weights", "quantization_metadata", "master_weights"),
+    "weights": ("weights", "master_weights"),
+    "quantization_metadata": ("quantization_metadata",),
     "lora_adapters": ("lora_adapters",),
     "buffers": ("rotary_cache",),
     "gradients": ("gradients",),

@@ -33,7 +33,8 @@ NOT_SEEN = (
 """What a fake-tensor run cannot see; listed on every output."""
 
 CATEGORY_ITEMS = {
-    "parameters": "weights", "lora_adapters": "lora_adapters", "buffers": "buffers",
+    "parameters": "weights", "quantization_metadata": "quantization_metadata",
+    "lora_adapters": "lora_adapters", "buffers": "buffers",
     "gradients": "gradients", "optimizer_states": "optimizer_states", "kv_cache": "kv_cache",
     "activations": "activations", "temporaries": "temporaries",
 }
@@ -41,6 +42,8 @@ CATEGORY_ITEMS = {
 
 _ITEM_SOURCE = {
     "weights": "parameters the transformers model class instantiates, in the running dtype",
+    "quantization_metadata": "absmax of the bitsandbytes 4-bit layers (nested when double "
+                             "quantized), at their stored sizes",
     "lora_adapters": "LoRA A/B matrices PEFT adds (trainable)",
     "buffers": "registered buffers (rotary inv_freq …)",
     "gradients": ".grad of the trainable parameters",
@@ -54,7 +57,7 @@ _ITEM_SOURCE = {
 CARRIED_ITEMS = ("cuda_context", "cublas_workspace", "nccl_buffers", "allocator_slack")
 """estimate items the simulation cannot see, carried over with their own provenance."""
 
-SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16")
+SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16", "nf4", "fp4")
 
 
 @dataclass
@@ -100,12 +103,9 @@ def check_supported(sheet: Sheet, running_format: str) -> None:
     """
     if running_format not in SUPPORTED_WEIGHTS:
         raise UnsupportedBySimulation(
-            f"simulate runs fp32 / fp16 / bf16 weights; quantized layouts ({running_format}) are "
-            "not simulated by this version: use gpusizer estimate",
+            f"simulate runs fp32 / fp16 / bf16 and bitsandbytes nf4 / fp4 weights; "
+            f"{running_format} layouts are not simulated by this version: use gpusizer estimate",
             field="weights", value=sheet.weights)
-    if sheet.task == "qlora":
-        raise UnsupportedBySimulation("qlora needs a 4-bit base, not simulated by this version: "
-                                      "use gpusizer estimate", field="task", value="qlora")
     if sheet.inference is not None and sheet.inference.engine != "transformers":
         raise UnsupportedBySimulation("only engine transformers is simulated (vLLM's pool is "
                                       "sized by estimate)", field="inference.engine",
@@ -164,8 +164,17 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         cc = DEFAULT_COMPUTE_CAPABILITY
         cc_info = {"value": list(cc), "source": "no card given: an sm80 (Ampere or later) GPU is "
                                                 "assumed for the kernel choice; give --card"}
-    run = run_phases(sheet, cfg, dtype=plan.runs, compute_capability=cc,
-                     rules=rules or RuleSwitches())
+    quant = None
+    if plan.runs in ("nf4", "fp4"):
+        from ..memory.estimate import quant_params
+        from .phases import Quantization
+        _, double_quant = quant_params(sheet, facts, plan.runs)
+        tr = sheet.training
+        quant = Quantization(double_quant, converted=plan.converted,
+                             prepare_kbit=sheet.task == "qlora" and tr is not None
+                             and tr.prepare_kbit_training is not False)
+    run = run_phases(sheet, cfg, dtype=plan.compute_dtype, compute_capability=cc,
+                     rules=rules or RuleSwitches(), quantization=quant)
     est = estimate_memory(sheet, facts, card=card)
     items: list[Item] = []
     names = [p.name for p in run.phases]

@@ -55,6 +55,21 @@ class RuleSwitches:
     fake: bool = True
 
 
+@dataclass(frozen=True)
+class Quantization:
+    """A bitsandbytes 4-bit base (nf4 / fp4).
+
+    Attributes:
+        double_quant: nested absmax.
+        converted: the checkpoint stores 16-bit weights quantized while loading.
+        prepare_kbit: PEFT's ``prepare_model_for_kbit_training`` (kept modules in fp32).
+    """
+
+    double_quant: bool
+    converted: bool
+    prepare_kbit: bool = False
+
+
 @dataclass
 class PhaseRun:
     """What the run of all phases gave.
@@ -76,7 +91,8 @@ class PhaseRun:
 
 def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                compute_capability: tuple[int, int],
-               rules: RuleSwitches = RuleSwitches()) -> PhaseRun:
+               rules: RuleSwitches = RuleSwitches(),
+               quantization: Quantization | None = None) -> PhaseRun:
     """Build the model and run every phase of the sheet's task under the tracker.
 
     Raises:
@@ -101,9 +117,11 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
         state: dict = {}
         known = _KnownStorages(state)
         with tracker.phase("load", known):
+            hook = None if quantization is None else _quantizer(quantization, dtype, tracker)
             built = build_model(config_dict, dtype=dtype, attention=sheet.attention,
                                 task=sheet.task, sheet=sheet,
-                                gradient_checkpointing=bool(t and t.gradient_checkpointing))
+                                gradient_checkpointing=bool(t and t.gradient_checkpointing),
+                                pause=tracker.paused if hook else None, after_build=hook)
             state["model"] = built.model
             state["lora"] = sheet.task in ("lora", "qlora")
         notes += built.notes
@@ -127,6 +145,32 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                     time.perf_counter() - start)
 
 
+def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
+    def hook(model) -> list[str]:
+        import torch
+
+        from .build import TORCH_DTYPES
+        from .quantized import quantize_linears
+        compute = getattr(torch, TORCH_DTYPES[dtype])
+        layers, values = quantize_linears(model, compute_dtype=compute,
+                                          double_quant=q.double_quant, converted=q.converted,
+                                          track=tracker.track)
+        notes = [f"bitsandbytes 4-bit: {layers} linear layers ({values} values) packed with "
+                 f"{'nested ' if q.double_quant else ''}absmax at their stored sizes; each matmul "
+                 f"dequantizes its layer to {dtype} (one-layer transient)"
+                 + ("; converted while loading (one 16-bit matrix at a time)" if q.converted
+                    else "")]
+        if q.prepare_kbit:
+            # peft prepare_model_for_kbit_training: every 16-bit parameter kept beside the
+            # 4-bit layers is cast to fp32 (param.data = param.data.to(torch.float32))
+            for p in model.parameters():
+                if p.dtype in (torch.float16, torch.bfloat16):
+                    p.data = p.data.to(torch.float32)
+            notes.append("prepare_model_for_kbit_training: kept 16-bit parameters cast to fp32")
+        return notes
+    return hook
+
+
 class _NullContext:
     def __enter__(self):
         return self
@@ -146,8 +190,9 @@ class _KnownStorages:
         model = self.state.get("model")
         lora = self.state.get("lora", False)
         if model is not None:
-            for buf in model.buffers():
-                out[id(buf.untyped_storage())] = "buffers"
+            for name, buf in model.named_buffers():
+                out[id(buf.untyped_storage())] = ("quantization_metadata"
+                                                  if name.endswith("absmax") else "buffers")
             for p in model.parameters():
                 cat = "lora_adapters" if lora and p.requires_grad else "parameters"
                 out[id(p.untyped_storage())] = cat

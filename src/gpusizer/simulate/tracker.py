@@ -32,11 +32,12 @@ __all__ = ["CATEGORIES", "BLOCK_BYTES", "allocator_bytes", "StorageRecord", "Pha
            "LiveTracker"]
 
 CATEGORIES = ("parameters", "buffers", "activations", "gradients", "optimizer_states",
-              "temporaries", "kv_cache")
+              "temporaries", "kv_cache", "lora_adapters", "quantization_metadata")
 """What a live storage is, at a phase's peak.
 
-- ``parameters`` / ``buffers``: the model's (LoRA adapters are parameters too; the report splits
-  trainable from frozen ones).
+- ``parameters`` / ``buffers``: the model's; ``lora_adapters`` are the trainable LoRA
+  parameters and ``quantization_metadata`` the absmax buffers of 4-bit layers (the caller names
+  them).
 - ``gradients``: ``.grad`` of parameters.
 - ``optimizer_states``: tensors in ``optimizer.state``.
 - ``kv_cache``: the tensors the generation cache holds.
@@ -129,6 +130,7 @@ class LiveTracker(TorchDispatchMode):
         self._peak = 0
         self._peak_seq = 0
         self.peaks: list[PhasePeak] = []
+        self._paused = False
 
     # -- counting -------------------------------------------------------------------------------
     def track(self, t: torch.Tensor) -> None:
@@ -165,8 +167,19 @@ class LiveTracker(TorchDispatchMode):
             self._peak = self.live_bytes
             self._peak_seq = self.seq
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Operators run uncounted (storages made meanwhile count only once :meth:`track`ed)."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if self._paused:
+            return out
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
                 self.track(t)
