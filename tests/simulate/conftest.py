@@ -74,7 +74,8 @@ def tiny_config(cfg: dict, *, layers: int = 2, hidden: int = 64, heads: int = 4,
             c[key] = 32
     if c.get("model_type") == "deepseek_v3":
         # MLA expands K/V to every head: DeepSeek-V3 states num_key_value_heads = heads (128)
-        c.update(num_key_value_heads=heads, first_k_dense_replace=1, n_group=1, topk_group=1, kv_lora_rank=32,
+        c.update(num_key_value_heads=heads, first_k_dense_replace=1, n_group=1, topk_group=1,
+                 kv_lora_rank=32,
                  q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
                  num_nextn_predict_layers=0, n_shared_experts=1)
         c.pop("rope_scaling", None)

@@ -71,7 +71,8 @@ class Block:
 sys.meta_path.insert(0, Block())
 import importlib.util
 real = importlib.util.find_spec
-importlib.util.find_spec = lambda n, *a: None if n in ('torch', 'transformers', 'peft') else real(n, *a)
+importlib.util.find_spec = (lambda n, *a: None if n in ('torch', 'transformers', 'peft')
+                            else real(n, *a))
 from gpusizer.cli import main
 sys.argv = ['gpusizer'] + sys.argv[1:]
 main()

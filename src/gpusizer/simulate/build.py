@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HubError, ModelError, ModelNotFoundError
+from ..errors import ModelError, ModelNotFoundError
 from ..sheet import Sheet
 from .errors import SimulationError
 

@@ -50,7 +50,7 @@ BLOCK_BYTES = 512
 """The CUDA caching allocator's smallest block and rounding step (``kMinBlockSize``)."""
 
 
-def allocator_bytes(nbytes: int) -> int:
+def allocator_bytes(nbytes: int, block: int = BLOCK_BYTES) -> int:
     """Bytes the CUDA caching allocator books for a request of ``nbytes``.
 
     ``0`` → 0; otherwise ``max(512, ⌈nbytes / 512⌉ × 512)`` (``round_size`` in
@@ -60,7 +60,7 @@ def allocator_bytes(nbytes: int) -> int:
     """
     if nbytes <= 0:
         return 0
-    return max(BLOCK_BYTES, -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES)
+    return max(block, -(-nbytes // block) * block)
 
 
 @dataclass(eq=False)
@@ -119,8 +119,11 @@ class LiveTracker(TorchDispatchMode):
         tracker.peaks  # [PhasePeak, ...]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+        """``block_bytes``: the rounding step (512 as the CUDA allocator; 1 counts exact bytes,
+        as a CPU run's own counters do)."""
         super().__init__()
+        self.block_bytes = block_bytes
         self.live_bytes = 0
         self.seq = 0
         self._by_key: dict[int, StorageRecord] = {}
@@ -138,7 +141,7 @@ class LiveTracker(TorchDispatchMode):
         st = t.untyped_storage()
         key = id(st)
         rec = self._by_key.get(key)
-        nbytes = allocator_bytes(st.nbytes())
+        nbytes = allocator_bytes(st.nbytes(), self.block_bytes)
         if rec is not None and rec.ref is not None and rec.ref() is st:
             if nbytes != rec.nbytes:  # resized in place (resize_, set_)
                 self._add(nbytes - rec.nbytes)
