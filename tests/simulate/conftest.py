@@ -27,9 +27,16 @@ FAMILY_CONFIGS = {
     "gpt2": "openai-community--gpt2",
     "deepseek_v3": "deepseek-ai--DeepSeek-V3",
     "gpt_oss": "openai--gpt-oss-120b",
+    "deepseek_v2": "deepseek-ai--DeepSeek-V3",
 }
-"""model reader family → the real config a tiny one is derived from (deepseek_v2 has none in
-../shared)."""
+"""model reader family → the real config a tiny one is derived from."""
+
+FAMILY_OVERRIDES = {
+    "deepseek_v2": {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
+                    "topk_method": "greedy"},
+}
+"""../shared has no DeepSeek-V2 config: V2's tiny config is V3's (same MLA + MoE keys) renamed,
+with V2's greedy top-k routing."""
 
 
 def real_config(shared: Path, folder: str) -> dict:

@@ -12,7 +12,7 @@ from gpusizer.pipeline import resolve_facts
 from gpusizer.sheet import parse_sheet
 from gpusizer.simulate.engine import simulate_memory
 
-from .conftest import FAMILY_CONFIGS, real_config, tiny_config
+from .conftest import FAMILY_CONFIGS, FAMILY_OVERRIDES, real_config, tiny_config
 
 
 def _simulate(folder, task, block, **top):
@@ -136,9 +136,8 @@ def test_family(family, shared_dir, write_model):
     """Every family of the model reader runs through transformers on fake tensors; the simulated
     weights are the reader's parameter count × 2 B (bf16), plus at most 511 B of allocator
     rounding per tensor (fewer than 64 tensors in these 2-layer models)."""
-    if family not in FAMILY_CONFIGS:
-        pytest.skip(f"no real {family} config in ../shared/data/models to derive a tiny one from")
     cfg = tiny_config(real_config(shared_dir, FAMILY_CONFIGS[family]))
+    cfg.update(FAMILY_OVERRIDES.get(family, {}))
     facts = facts_from_config(cfg, model_id="tiny", revision="main", source="path",
                               source_detail="tiny", file="config.json")
     folder = write_model(cfg)
