@@ -117,6 +117,25 @@ def test_gradient_checkpointing_lowers_backward_activations(tiny_llama):
         _item(plain, "activations").phase_bytes["forward"]
 
 
+def test_amp_full_keeps_fp32_master_weights_and_states(tiny_llama):
+    r = _simulate(tiny_llama, "full", {"training": {"sequence_length": 64, "microbatch": 2,
+                                                    "precision": "amp"}})
+    # fp32: every linear/embedding tensor twice its bf16 bytes; the 64-value norms are 256 B,
+    # still booked as 512 B
+    fp32 = 2 * (WEIGHTS - 5 * 512) + 5 * 512
+    assert _item(r, "weights").bytes == fp32
+    assert _item(r, "gradients").phase_bytes["optimizer_step"] == fp32
+    assert _item(r, "optimizer_states").phase_bytes["optimizer_step"] == 2 * fp32 + TENSORS * 512
+
+
+def test_amp_lora_adapters_in_fp32(tiny_llama):
+    r = _simulate(tiny_llama, "lora", {"training": {"sequence_length": 64, "microbatch": 2,
+                                                    "precision": "amp"}})
+    assert _item(r, "weights").bytes == WEIGHTS                  # the base stays bf16
+    # q: A 16×64, B 64×16 (4096 B each in fp32); v: A 16×64 (4096 B), B 32×16 (2048 B)
+    assert _item(r, "lora_adapters").bytes == 2 * (4096 + 4096 + 4096 + 2048)
+
+
 def test_eight_bit_states_by_byte_size(tiny_llama):
     r = _simulate(tiny_llama, "full", {"training": {"sequence_length": 64, "microbatch": 2,
                                                     "optimizer": "adamw-8bit"}})
@@ -154,8 +173,8 @@ def test_family(family, shared_dir, write_model):
 @pytest.mark.parametrize("top, field", [
     ({"model": {"parameters": 7_000_000_000}, "weights": "bf16"}, "model.parameters"),
     ({"weights": "int8"}, "weights"),
-    ({"training": {"sequence_length": 64, "microbatch": 1, "precision": "amp"}},
-     "training.precision"),
+    ({"inference": {"prompt_tokens": 8, "new_tokens": 8, "kv_cache_dtype": "fp8"},
+      "task": "inference", "training": None}, "inference.kv_cache_dtype"),
 ])
 def test_refusals_name_the_field(tiny_llama, top, field):
     base = {"model": {"path": str(tiny_llama)}, "task": "full", "weights": "bf16",

@@ -203,15 +203,20 @@ def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
     targets = None if lora.targets == "default" else lora.targets
     alpha = lora.alpha or 2 * lora.rank
     import torch
+    from unittest import mock
+
+    from peft.tuners.tuners_utils import BaseTunerLayer
     previous = torch.get_default_dtype()
-    # PEFT makes the adapters in the default dtype and then casts them to the base layer's
-    # device and dtype with Module.to(), which cannot swap fake parameters: make them in that
-    # dtype to begin with, on the one (CPU) device, so every move has nothing to do.
-    torch.set_default_dtype(compute_dtype)
+    amp = sheet.training.precision == "amp"
+    # PEFT makes the adapters in the default dtype, then moves them to the base layer's device
+    # and dtype with Module.to() (and, by default, upcasts them to fp32), which cannot swap fake
+    # parameters. There is one (CPU) device: make them in their final dtype directly, fp32
+    # under amp (PEFT's autocast_adapter_dtype), the compute dtype under pure precision.
+    torch.set_default_dtype(torch.float32 if amp else compute_dtype)
+    no_move = mock.patch.object(BaseTunerLayer, "_move_adapter_to_device_of_base_layer",
+                                lambda self, adapter_name, device=None: None)
     try:
-        # pure precision: adapters in the compute dtype as the sheet says (PEFT would upcast
-        # them to fp32 by default, which is the amp layout; amp is refused before this)
-        with moves_that_change_nothing_skipped():
+        with moves_that_change_nothing_skipped(), no_move:
             peft_model = get_peft_model(
                 model, LoraConfig(r=lora.rank, lora_alpha=alpha, target_modules=targets,
                                   lora_dropout=0.0, task_type="CAUSAL_LM"),
@@ -222,6 +227,7 @@ def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
     finally:
         torch.set_default_dtype(previous)
     placed = sorted(peft_model.peft_config["default"].target_modules)
-    notes.append(f"LoRA through PEFT: rank {lora.rank}, alpha {alpha}, targets {placed}")
+    notes.append(f"LoRA through PEFT: rank {lora.rank}, alpha {alpha}, targets {placed}, "
+                 f"adapters in {'fp32 (amp)' if amp else 'the compute dtype (pure)'}")
     peft_model.train()
     return peft_model, placed

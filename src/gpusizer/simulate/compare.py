@@ -14,14 +14,14 @@ from ..memory.items import MemoryEstimate
 __all__ = ["ITEM_MAPPING", "compare_estimates"]
 
 ITEM_MAPPING: dict[str, tuple[str, ...]] = {
-    "weights": ("weights", "master_weights"),
+    "weights": ("weights", "master_weights", "prepare_kbit_upcast"),
     "quantization_metadata": ("quantization_metadata",),
     "lora_adapters": ("lora_adapters",),
     "buffers": ("rotary_cache",),
     "gradients": ("gradients",),
     "optimizer_states": ("optimizer_states",),
     "kv_cache": ("kv_cache",),
-    "activations": ("activations", "logits"),
+    "activations": ("activations", "logits", "autocast_weight_copies"),
     "temporaries": ("backward_working", "optimizer_step_temporary", "validation_working",
                     "prefill_working", "decode_working", "kv_cache_growth_transient",
                     "load_conversion_transient"),

@@ -114,11 +114,6 @@ def check_supported(sheet: Sheet, running_format: str) -> None:
         raise UnsupportedBySimulation("the KV cache is simulated in the compute dtype only "
                                       "(expected auto)", field="inference.kv_cache_dtype",
                                       value=sheet.inference.kv_cache_dtype)
-    if sheet.training is not None and sheet.training.precision != "pure":
-        raise UnsupportedBySimulation("amp (fp32 master copies, CUDA autocast) is not simulated "
-                                      "by this version (CPU autocast casts other ops); expected "
-                                      "pure", field="training.precision",
-                                      value=sheet.training.precision)
     if sheet.placement.gpus != 1:
         raise UnsupportedBySimulation("simulate runs one GPU's model; expected placement.gpus 1",
                                       field="placement.gpus", value=sheet.placement.gpus)
@@ -173,8 +168,11 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         quant = Quantization(double_quant, converted=plan.converted,
                              prepare_kbit=sheet.task == "qlora" and tr is not None
                              and tr.prepare_kbit_training is not False)
-    run = run_phases(sheet, cfg, dtype=plan.compute_dtype, compute_capability=cc,
-                     rules=rules or RuleSwitches(), quantization=quant)
+    amp = sheet.training is not None and sheet.training.precision == "amp"
+    model_dtype = "fp32" if amp and sheet.task == "full" else plan.compute_dtype
+    run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,
+                     rules=rules or RuleSwitches(), quantization=quant,
+                     autocast=plan.compute_dtype if amp else None)
     est = estimate_memory(sheet, facts, card=card)
     items: list[Item] = []
     names = [p.name for p in run.phases]

@@ -92,7 +92,8 @@ class PhaseRun:
 def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                compute_capability: tuple[int, int],
                rules: RuleSwitches = RuleSwitches(),
-               quantization: Quantization | None = None) -> PhaseRun:
+               quantization: Quantization | None = None,
+               autocast: str | None = None) -> PhaseRun:
     """Build the model and run every phase of the sheet's task under the tracker.
 
     Raises:
@@ -126,7 +127,8 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
             state["lora"] = sheet.task in ("lora", "qlora")
         notes += built.notes
         if training:
-            trainable = _run_training(sheet, built, tracker, known, state, rules, notes)
+            trainable = _run_training(sheet, built, tracker, known, state, rules, notes,
+                                      autocast)
         else:
             trainable = 0
             _run_inference(sheet, built, tracker, known, state)
@@ -224,8 +226,22 @@ def _tensors(obj):
             yield from _tensors(v)
 
 
-def _run_training(sheet, built, tracker, known, state, rules, notes) -> int:
+def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -> int:
+    from contextlib import nullcontext
+
     import torch
+
+    from .build import TORCH_DTYPES
+
+    def amp():
+        if autocast is None:
+            return nullcontext()
+        return torch.autocast("cpu", dtype=getattr(torch, TORCH_DTYPES[autocast]))
+
+    if autocast is not None:
+        notes.append(f"amp: forward under torch.autocast({autocast}); CPU autocast's op lists "
+                     "are used (matmul/linear/SDPA cast down as on CUDA; CUDA's fp32-forced ops "
+                     "that the model does not already run in fp32 may differ)")
 
     from .optimizers import make_optimizer
     t = sheet.training
@@ -241,7 +257,8 @@ def _run_training(sheet, built, tracker, known, state, rules, notes) -> int:
             with tracker.phase("forward", known):
                 ids = torch.zeros((t.microbatch, t.sequence_length), dtype=torch.long)
                 labels = ids.clone()
-                loss = model(input_ids=ids, labels=labels).loss
+                with amp():
+                    loss = model(input_ids=ids, labels=labels).loss
             with tracker.phase("backward", known):
                 (loss / t.gradient_accumulation).backward()
                 del loss, ids, labels
@@ -275,7 +292,8 @@ def _run_training(sheet, built, tracker, known, state, rules, notes) -> int:
     with tracker.phase("validation", known), torch.no_grad():
         ids = torch.zeros((vmb, t.sequence_length), dtype=torch.long)
         labels = ids.clone()
-        loss = model(input_ids=ids, labels=labels).loss
+        with amp():
+            loss = model(input_ids=ids, labels=labels).loss
         del loss, ids, labels
     model.train()
     return trainable
