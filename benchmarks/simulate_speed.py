@@ -19,9 +19,12 @@ import sys
 from pathlib import Path
 
 CASES = [
-    ("Llama-3.1-8B", "meta-llama--Meta-Llama-3.1-8B", 2048),
-    ("Llama-3.1-70B-shaped", "meta-llama--Meta-Llama-3.1-70B", 4096),
+    ("Llama-3.1-8B full bf16", "meta-llama--Meta-Llama-3.1-8B", 2048, "full", "bf16"),
+    ("Llama-3.1-70B-shaped full bf16", "meta-llama--Meta-Llama-3.1-70B", 4096, "full", "bf16"),
+    ("Llama-3.1-8B QLoRA nf4", "meta-llama--Meta-Llama-3.1-8B", 2048, "qlora", "nf4"),
 ]
+"""(label, config folder, tokens, task, weights): one optimizer step of microbatch 1, AdamW
+foreach, no checkpointing, on an H100 SXM's rules."""
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -29,10 +32,11 @@ import torch
 torch.set_num_threads(2)
 from gpusizer.sheet import parse_sheet
 from gpusizer.pipeline import run_simulate
-sheet = parse_sheet({"model": {"path": sys.argv[1]}, "task": "full", "weights": "bf16",
+from gpusizer.catalog.cards import require_card
+sheet = parse_sheet({"model": {"path": sys.argv[1]}, "task": sys.argv[3], "weights": sys.argv[4],
                      "training": {"sequence_length": int(sys.argv[2]), "microbatch": 1}})
 t0 = time.perf_counter()
-r = run_simulate(sheet)
+r = run_simulate(sheet, card=require_card("H100 SXM"))
 wall = time.perf_counter() - t0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 print(json.dumps({"seconds": wall, "simulation_seconds": r.seconds, "rss_bytes": rss,
@@ -53,10 +57,11 @@ def main() -> None:
           "seconds | peak RSS (GiB) |")
     print("|---|---|---|---|---|---|---|")
     versions = None
-    for label, folder, tokens in CASES:
+    for label, folder, tokens, task, weights in CASES:
         path = args.models_dir / folder
         cmd = ["taskset", "-c", "0,1"] if _has_taskset() else []
-        proc = subprocess.run(cmd + [sys.executable, "-c", _CHILD, str(path), str(tokens)],
+        proc = subprocess.run(cmd + [sys.executable, "-c", _CHILD, str(path), str(tokens), task,
+                                     weights],
                               capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             print(f"| {label} | failed: {proc.stderr.strip().splitlines()[-1]} |")

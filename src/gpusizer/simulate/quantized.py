@@ -88,7 +88,8 @@ class _MatMul4Bit(torch.autograd.Function):
     def forward(ctx, x, layer):
         ctx.layer = layer
         w = layer.dequantized(x.dtype)
-        out = torch.nn.functional.linear(x, w, layer.bias)
+        bias = None if layer.bias is None else layer.bias.to(x.dtype)
+        out = torch.nn.functional.linear(x, w, bias)
         del w
         return out
 
@@ -125,8 +126,13 @@ class Linear4bit(torch.nn.Linear):
         return w if dtype == self.compute_dtype else w.to(dtype)
 
     def forward(self, x):
+        # bitsandbytes Linear4bit.forward: the input is cast to the compute dtype, the matmul
+        # runs there, the output is cast back to the input's dtype
+        inp_dtype = x.dtype
+        x = x.to(self.compute_dtype)
         if x.numel() == x.shape[-1] and not torch.is_grad_enabled():
             # gemv_4bit: one token, dequantized in registers
-            return torch.empty((*x.shape[:-1], self.out_features), dtype=x.dtype)
-        return _MatMul4Bit.apply(x, self)
-
+            out = torch.empty((*x.shape[:-1], self.out_features), dtype=x.dtype)
+        else:
+            out = _MatMul4Bit.apply(x, self)
+        return out.to(inp_dtype)
