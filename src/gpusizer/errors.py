@@ -16,6 +16,9 @@ __all__ = [
     "EvidenceError",
     "HubError",
     "ModelNotFoundError",
+    "MeasureError",
+    "MeasureExtraMissingError",
+    "MeasureUnsupportedError",
 ]
 
 
@@ -84,5 +87,23 @@ class HubError(GpusizerError, RuntimeError):
 class ModelNotFoundError(HubError, LookupError):
     """A ``model.id`` that cannot be resolved: not in the registry while offline, or unknown to
     the Hub (wrong id or revision). An input error: fix the id or pass ``model.path``."""
+
+    exit_code = 2
+
+
+class MeasureError(GpusizerError, RuntimeError):
+    """``gpusizer measure`` could not run the ladder (the harness itself failed, not the
+    workload: an out-of-memory of the workload is recorded as evidence, never raised)."""
+
+
+class MeasureExtraMissingError(MeasureError, ImportError):
+    """The ``measure`` extra (torch, transformers, peft, nvidia-ml-py) is not installed:
+    ``pip install gpusizer[measure]``."""
+
+
+class MeasureUnsupportedError(MeasureError, ValueError):
+    """The sheet asks for something this harness cannot run on this machine (a bitsandbytes
+    format without CUDA, a placement it does not implement, a checkpoint without safetensors).
+    An input problem for this machine: exit 2."""
 
     exit_code = 2
