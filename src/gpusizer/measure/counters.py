@@ -35,9 +35,10 @@ import torch
 
 from .live_tensors import COUNTER as LIVE_COUNTER
 from .live_tensors import LiveTensorBytes
-from .nvml import DEVICE_COUNTER, PROCESS_COUNTER, Nvml
+from .nvml import DEVICE_COUNTER, PROCESS_COUNTER, Nvml, Reading
 
-__all__ = ["PhaseCounters", "DeviceCounters", "rss_peak_bytes", "RSS_COUNTER", "CUDA_FIELDS"]
+__all__ = ["PhaseCounters", "DeviceCounters", "non_torch_bytes", "rss_peak_bytes", "RSS_COUNTER",
+           "CUDA_FIELDS"]
 
 RSS_COUNTER = "linux /proc/self/status VmHWM (reset via /proc/self/clear_refs = 5)"
 
@@ -94,6 +95,29 @@ def _reset_rss_peak() -> bool:
 def rss_peak_bytes() -> int | None:
     """The process's resident-set peak since the last reset (Linux), or None elsewhere."""
     return _read_status_kib("VmHWM")
+
+
+def non_torch_bytes(process: Reading, reserved_now: int, free: int,
+                    total: int) -> tuple[int, str, str]:
+    """Memory outside the caching allocator (CONTRACT.md), measured, with its counter and source.
+
+    ``process − reserved`` when NVML lists this process (CUDA context, NCCL, other libraries of
+    this process); else ``(total − free) − reserved`` from ``mem_get_info`` (every process on
+    the device: an upper bound). Clamped at 0 (the two readings are not one atomic snapshot).
+
+    Args:
+        process: NVML's used memory of this process (bytes or unknown).
+        reserved_now: ``torch.cuda.memory_reserved`` at the same instant, bytes.
+        free, total: ``torch.cuda.mem_get_info()``, bytes.
+    """
+    if process.bytes is not None:
+        return (max(process.bytes - reserved_now, 0),
+                "nvml_used_bytes - memory_reserved_bytes (same instant)",
+                "NVML process used minus torch.cuda.memory_reserved")
+    return (max(total - free - reserved_now, 0),
+            "(mem_get_info total - free) - memory_reserved_bytes (same instant)",
+            "device used (mem_get_info) minus torch.cuda.memory_reserved: other processes "
+            "included, an upper bound; NVML: " + (process.unknown_reason or "unknown"))
 
 
 class DeviceCounters:
@@ -153,16 +177,9 @@ class DeviceCounters:
         whole = self.nvml.device_used(index)
         pc.set("nvml_device_used_bytes", whole.bytes, DEVICE_COUNTER + " (phase end)",
                whole.unknown_reason)
-        if proc.bytes is not None:
-            pc.set("non_torch_bytes", max(proc.bytes - reserved_now, 0),
-                   "nvml_used_bytes - memory_reserved_bytes (same instant)")
-            pc.non_torch_source = "NVML process used minus torch.cuda.memory_reserved"
-        else:
-            pc.set("non_torch_bytes", max(total - free - reserved_now, 0),
-                   "(mem_get_info total - free) - memory_reserved_bytes (same instant)")
-            pc.non_torch_source = ("device used (mem_get_info) minus torch.cuda.memory_reserved: "
-                                   "other processes included, an upper bound; NVML: "
-                                   + (proc.unknown_reason or "unknown"))
+        value, counter, source = non_torch_bytes(proc, reserved_now, free, total)
+        pc.set("non_torch_bytes", value, counter)
+        pc.non_torch_source = source
         for key in ("cpu_live_tensor_peak_bytes", "cpu_rss_peak_bytes"):
             pc.set(key, None, "cpu counter", "ran on CUDA: CPU counters not taken for the GPU")
 

@@ -72,8 +72,8 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
                           "dtype": loaded.dtype_name, "parameters": loaded.parameters,
                           "revision": sheet.model.revision}
         if sheet.task == "inference":
-            executed = run_inference(loaded.model, sheet, plan.dims, phases, ctx.dist.device,
-                                     ctx.inject)
+            run_inference(loaded.model, sheet, plan.dims, phases, ctx.dist.device, ctx.inject,
+                          executed)
         else:
             model = prepare_training(loaded.model, sheet)
             loaded.model = model
@@ -83,8 +83,8 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
                     else None)
             ctx.model_info["trainable_parameters"] = int(
                 sum(p.numel() for p in loaded.model.parameters() if p.requires_grad))
-            executed = run_training(model, sheet, plan.dims, phases, ctx.dist.device,
-                                    loaded.dtype_name, ctx.out / "exports" / plan.name, ctx.inject)
+            run_training(model, sheet, plan.dims, phases, ctx.dist.device, loaded.dtype_name,
+                         ctx.out / "exports" / plan.name, ctx.inject, executed)
             del model
     except PhaseFailure as fail:
         record["result"] = fail.result

@@ -41,8 +41,11 @@ def _returned_cache(out):
 
 
 def run_inference(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
-                  device: torch.device, inject: Injection | None = None) -> dict[str, int]:
+                  device: torch.device, inject: Injection | None = None,
+                  executed: dict[str, int] | None = None) -> dict[str, int]:
     """Run prefill and decode at ``dims``; returns the executed dimensions.
+
+    ``executed`` (when given) is filled as the phases go, so a failure still leaves what ran.
 
     Raises:
         PhaseFailure: a phase ran out of memory or failed.
@@ -79,16 +82,18 @@ def run_inference(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner
                 del out
         state["next"] = nxt
 
+    executed = {} if executed is None else executed
     try:
         phases.run("prefill", prefill, planned=dims)
-        prefill_calls = probe.take()
+        (b, p), = probe.take()
+        executed.update(prompt_tokens=p, concurrency=b, new_tokens=int(produced.min()))
         phases.run("decode", decode, planned=dims)
         decode_calls = probe.take()
     finally:
         probe.remove()
         state.clear()
-    (b, p), = prefill_calls
     steps_ok = all(c == (b, 1) for c in decode_calls)
-    new_done = int(produced.min()) if steps_ok else len([c for c in decode_calls if c == (b, 1)])
-    return {"prompt_tokens": p, "new_tokens": new_done, "concurrency": b,
-            "decode_forwards": len(decode_calls)}
+    executed["new_tokens"] = (int(produced.min()) if steps_ok
+                              else 1 + len([c for c in decode_calls if c == (b, 1)]))
+    executed["decode_forwards"] = len(decode_calls)
+    return executed

@@ -94,8 +94,11 @@ def _autocast(sheet: Sheet, device: torch.device, dtype_name: str):
 
 def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
                  device: torch.device, dtype_name: str, export_dir: Path,
-                 inject: Injection | None = None) -> dict[str, int]:
+                 inject: Injection | None = None,
+                 executed: dict[str, int] | None = None) -> dict[str, int]:
     """Run one optimizer update's worth of phases at ``dims``; returns the executed dimensions.
+
+    ``executed`` (when given) is filled as the phases go, so a failure still leaves what ran.
 
     ``model`` is already prepared (:func:`prepare_training`) and may be DDP-wrapped.
 
@@ -116,6 +119,13 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
     optimizer = build_optimizer(inner.parameters(), sheet)
     state: dict = {}
     train_calls, val_calls = [], []
+    executed = {} if executed is None else executed
+
+    def tally() -> None:
+        seqs, mbs = {s for _, s in train_calls}, {b for b, _ in train_calls}
+        executed.update(sequence_length=min(seqs) if seqs else 0,
+                        microbatch=min(mbs) if mbs else 0,
+                        gradient_accumulation=len(train_calls))
     try:
         for step in range(t.gradient_accumulation):
             ids = torch.randint(0, vocab, (fed_mb, fed_seq), generator=gen).to(device)
@@ -131,6 +141,7 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
 
             phases.run("forward", forward, step=step, planned=dims)
             train_calls += probe.take()
+            tally()
             phases.run("backward", backward, step=step)
             probe.take()
 
@@ -139,6 +150,7 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
             optimizer.zero_grad(set_to_none=True)
 
         phases.run("optimizer_step", optimizer_step)
+        executed["optimizer_steps"] = 1
         val_ids = torch.randint(0, vocab, (vmb, fed_seq), generator=gen).to(device)
 
         def validation() -> None:
@@ -151,6 +163,8 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
 
         phases.run("validation", validation, validation_microbatch=vmb)
         val_calls = probe.take()
+        if val_calls:
+            executed["validation_microbatch"] = val_calls[0][0]
         if t.export != "none":
             def export() -> None:
                 export_dir.mkdir(parents=True, exist_ok=True)
@@ -168,12 +182,4 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
         probe.remove()
         state.clear()
         del optimizer
-    seqs = {s for _, s in train_calls}
-    mbs = {b for b, _ in train_calls}
-    executed = {"sequence_length": min(seqs) if seqs else 0,
-                "microbatch": min(mbs) if mbs else 0,
-                "gradient_accumulation": len(train_calls),
-                "optimizer_steps": 1}
-    if val_calls:
-        executed["validation_microbatch"] = val_calls[0][0]
     return executed
