@@ -22,7 +22,7 @@ import torch
 from ..errors import MeasureError, MeasureUnsupportedError
 from ..sheet import Sheet
 
-__all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "ATTENTION"]
+__all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
 
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -108,6 +108,26 @@ def target_dtype(sheet: Sheet, config) -> str:
 
 def _has_safetensors(folder: Path) -> bool:
     return any(folder.glob("*.safetensors"))
+
+
+def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
+              base_dir: Path | None, config) -> str:
+    """Refuse, before anything runs, what this harness cannot load; returns the target dtype.
+
+    Raises:
+        MeasureUnsupportedError: see :func:`target_dtype`; flash attention without CUDA; real
+            weights from a folder without safetensors.
+    """
+    dtype_name = target_dtype(sheet, config)
+    if ATTENTION[sheet.attention] == "flash_attention_2" and device.type != "cuda":
+        raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
+                                      value=sheet.attention)
+    src, revision = _model_source(sheet, base_dir)
+    if not random_weights and revision is None and not _has_safetensors(Path(src)):
+        raise MeasureUnsupportedError(f"no *.safetensors in {src!r}: weights are read only as "
+                                      "safetensors (never unpickled); or use --random-weights",
+                                      field="model.path", value=src)
+    return dtype_name
 
 
 def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..errors import GpusizerError
 from .counters import DeviceCounters, PhaseCounters
 from .faults import Injection
 from .oom import allocator_numbers, is_oom
@@ -59,6 +60,9 @@ class PhaseRunner:
                     while True:
                         time.sleep(3600)
             value = fn()
+        except GpusizerError as exc:  # an input the harness cannot run: not a workload failure
+            self.notes.note("phase_refused", rung=self.rung, phase=phase, error=str(exc))
+            raise
         except Exception as exc:
             pc = self.counters.read(phase)
             self.records.append(pc)

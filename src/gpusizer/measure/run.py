@@ -26,7 +26,7 @@ from .evidence_writer import build_evidence, write_evidence
 from .faults import Injection, parse_injection
 from .ladder import RungPlan, build_ladder, shortfall
 from .live_tensors import LiveTensorBytes
-from .model_loader import load_config, load_model
+from .model_loader import load_config, load_model, preflight
 from .nvml import Nvml, open_nvml
 from .oom import localize
 from .phases import PhaseFailure, PhaseRunner
@@ -97,7 +97,8 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
         gc.collect()
         if ctx.dist.device.type == "cuda":
             torch.cuda.empty_cache()
-    record["executed"] = {k: int(v) for k, v in executed.items()}
+    order = [k for k in planned if k in executed] + [k for k in executed if k not in planned]
+    record["executed"] = {k: int(executed[k]) for k in order}
     if record["result"] == "passed":
         short = shortfall(record["executed"], planned)
         if short:
@@ -168,6 +169,8 @@ def run_measurement(sheet: Sheet, out: str | Path, *, random_weights: bool,
     rungs = build_ladder(sheet)
     config = load_config(sheet, Path(base_dir) if base_dir else None)
     d = init_distributed(sheet, device)
+    preflight(sheet, d.device, random_weights=random_weights,
+              base_dir=Path(base_dir) if base_dir else None, config=config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     run_id = d.broadcast(dt.datetime.now(dt.timezone.utc).strftime("measure-%Y%m%dT%H%M%S%fZ"))
