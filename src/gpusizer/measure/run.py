@@ -177,8 +177,9 @@ def run_measurement(sheet: Sheet, out: str | Path, *, random_weights: bool,
     notes_path = out / f"{run_id}-rank{d.rank}.jsonl"
     nvml: Nvml = open_nvml(nvml_module)
     live = None if d.device.type == "cuda" else LiveTensorBytes()
-    counters = DeviceCounters(d.device, d.device.index or (d.rank if d.device.type == "cpu"
-                                                           else 0), nvml, live)
+    # the GPU index recorded with each phase: the rank's CUDA device, or the rank on the CPU
+    gpu = d.device.index if d.device.type == "cuda" else d.rank
+    counters = DeviceCounters(d.device, gpu, nvml, live)
     identity = device_identity(d.device, nvml)
     env = {"image": image, **versions(nvml), "gpu_name": identity.get("gpu_name"),
            "device_type": d.device.type, "hostname_pid": f"{os.uname().nodename}:{os.getpid()}"}
