@@ -60,6 +60,11 @@ def test_oom_exits_1_and_prints_the_alternatives_not_applied(tmp_path):
      "model.parameters: a bare parameter count has no architecture to run"),
     ({}, False, "no *.safetensors in"),
     ({"attention": "flash"}, True, "attention: flash attention needs a CUDA device"),
+    ({"weights": "nf4"}, True, "weights: weights nf4 need quantization kernels"),
+    ({"placement": {"gpus": 2, "strategy": "fsdp"}}, True,
+     "placement.strategy: placement fsdp is not implemented by the harness"),
+    ({"placement": {"gpus": 2, "strategy": "ddp"}}, True,
+     "placement.gpus: the sheet places the workload on 2 GPU(s) but 1 process(es) run"),
 ])
 def test_what_the_harness_cannot_run_is_refused_before_running(tmp_path, body, random_weights,
                                                                 message):
@@ -68,13 +73,6 @@ def test_what_the_harness_cannot_run_is_refused_before_running(tmp_path, body, r
         run_measurement(sheet, tmp_path / "o", random_weights=random_weights, device="cpu")
     assert exc.value.exit_code == 2
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
-
-
-def test_quantized_weights_are_refused_naming_the_field(tmp_path):
-    sheet = write_sheet(tmp_path, {**INFERENCE, "weights": "nf4"})
-    proc = run_cli("measure", str(sheet), "--random-weights", "--device", "cpu", "--out",
-                   str(tmp_path / "o"), check=2)
-    assert "weights: weights nf4 need quantization kernels" in proc.stderr
 
 
 def test_missing_extra_says_what_to_install(tmp_path):
