@@ -37,9 +37,10 @@ class LoadedModel:
     model: torch.nn.Module
     config: object
     dtype_name: str
-    weights: str  # "random" or "real"
+    weights: str  # "random" or "real"; dtype_name: the dtype parameters are stored in
     source: str  # the folder or "hub:<id>@<revision>"
     parameters: int
+    compute_dtype_name: str = ""  # the dtype matmuls run in (differs under full + amp)
 
 
 def _model_source(sheet: Sheet, base_dir: Path | None) -> tuple[str, str | None]:
@@ -141,7 +142,12 @@ def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,
     """
     from transformers import AutoModelForCausalLM
     config = config if config is not None else load_config(sheet, base_dir)
-    dtype_name = target_dtype(sheet, config)
+    compute_name = target_dtype(sheet, config)
+    # full fine-tuning with precision amp keeps fp32 trained parameters (CONTRACT.md: "amp: fp32
+    # copies of trained params, grads and states, compute in the compute dtype")
+    amp_full = sheet.task == "full" and sheet.training is not None \
+        and sheet.training.precision == "amp"
+    dtype_name = "fp32" if amp_full else compute_name
     dtype = _DTYPES[dtype_name]
     attn = ATTENTION[sheet.attention]
     if attn == "flash_attention_2" and device.type != "cuda":
@@ -169,4 +175,4 @@ def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,
     model.eval()
     count = sum(p.numel() for p in model.parameters())
     return LoadedModel(model, config, dtype_name, "random" if random_weights else "real", source,
-                       int(count))
+                       int(count), compute_name)

@@ -65,11 +65,19 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
         planned["optimizer_steps"] = 1
     loaded = None
     try:
-        loaded = phases.run("load", lambda: load_model(
-            sheet, ctx.dist.device, random_weights=ctx.random_weights, base_dir=ctx.base_dir,
-            config=ctx.config), random_weights=ctx.random_weights)
+        def load():
+            lm = load_model(sheet, ctx.dist.device, random_weights=ctx.random_weights,
+                            base_dir=ctx.base_dir, config=ctx.config)
+            if ctx.counters.live is not None:
+                # safetensors memory-mapped on the CPU are made outside ATen dispatch: count the
+                # model's parameters and buffers once loaded (storages already seen are skipped)
+                ctx.counters.live.adopt([*lm.model.parameters(), *lm.model.buffers()])
+            return lm
+
+        loaded = phases.run("load", load, random_weights=ctx.random_weights)
         ctx.model_info = {"source": loaded.source, "weights": loaded.weights,
-                          "dtype": loaded.dtype_name, "parameters": loaded.parameters,
+                          "dtype": loaded.dtype_name, "compute_dtype": loaded.compute_dtype_name,
+                          "parameters": loaded.parameters,
                           "revision": sheet.model.revision}
         if sheet.task == "inference":
             run_inference(loaded.model, sheet, plan.dims, phases, ctx.dist.device, ctx.inject,
@@ -83,7 +91,8 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
                     else None)
             ctx.model_info["trainable_parameters"] = int(
                 sum(p.numel() for p in loaded.model.parameters() if p.requires_grad))
-            run_training(model, sheet, plan.dims, phases, ctx.dist.device, loaded.dtype_name,
+            run_training(model, sheet, plan.dims, phases, ctx.dist.device,
+                         loaded.compute_dtype_name,
                          ctx.out / "exports" / plan.name, ctx.inject, executed)
             del model
     except PhaseFailure as fail:

@@ -4,7 +4,7 @@ optimizer update, a validation forward, and the export when the sheet asks for o
 - ``lora``: PEFT LoRA on the sheet's targets (``default``: PEFT's table for the family); the
   adapters are in the compute dtype for ``precision: pure`` (``autocast_adapter_dtype=False``)
   and in fp32 under ``torch.autocast`` for ``amp``.
-- ``full``: every parameter trained (``amp``: fp32 weights under autocast).
+- ``full``: every parameter trained (``amp``: fp32 parameters, autocast to the sheet's dtype).
 - ``qlora`` and 8-bit / paged optimizers need bitsandbytes on CUDA: refused here.
 
 Labels are the inputs (causal LM loss over every position). Executed dimensions come from the
@@ -85,15 +85,15 @@ def build_optimizer(params, sheet: Sheet) -> torch.optim.Optimizer:
                                   field="training.optimizer", value=t.optimizer)
 
 
-def _autocast(sheet: Sheet, device: torch.device, dtype_name: str):
-    if sheet.training.precision != "amp":
+def _autocast(sheet: Sheet, device: torch.device, compute_name: str):
+    """``torch.autocast`` to the compute dtype under ``precision: amp`` (none in fp32 or pure)."""
+    if sheet.training.precision != "amp" or compute_name == "fp32":
         return contextlib.nullcontext()
-    compute = _COMPUTE[sheet.quantization.compute_dtype if dtype_name == "fp32" else dtype_name]
-    return torch.autocast(device_type=device.type, dtype=compute)
+    return torch.autocast(device_type=device.type, dtype=_COMPUTE[compute_name])
 
 
 def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
-                 device: torch.device, dtype_name: str, export_dir: Path,
+                 device: torch.device, compute_name: str, export_dir: Path,
                  inject: Injection | None = None,
                  executed: dict[str, int] | None = None) -> dict[str, int]:
     """Run one optimizer update's worth of phases at ``dims``; returns the executed dimensions.
@@ -131,7 +131,7 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
             ids = torch.randint(0, vocab, (fed_mb, fed_seq), generator=gen).to(device)
 
             def forward(ids=ids) -> None:
-                with _autocast(sheet, device, dtype_name):
+                with _autocast(sheet, device, compute_name):
                     out = model(input_ids=ids, labels=ids)
                 state["loss"] = out.loss / t.gradient_accumulation
                 del out
@@ -155,7 +155,7 @@ def run_training(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner,
 
         def validation() -> None:
             inner.eval()
-            with torch.no_grad(), _autocast(sheet, device, dtype_name):
+            with torch.no_grad(), _autocast(sheet, device, compute_name):
                 out = model(input_ids=val_ids, labels=val_ids)
             state["val_loss"] = float(out.loss)
             del out
