@@ -65,3 +65,14 @@ def test_a_cpu_run_has_no_reserved_counter_and_never_makes_memory_acceptable(tmp
                  non_torch_bytes=None, cpu_live_tensor_peak_bytes=123456)
     st, _ = states(plan(tmp_path, [FULL_OFFER], evidence=[doc]), "full")
     assert st["memory"] == "to_confirm" and st["workload"] == "acceptable"
+
+
+def test_an_oom_on_a_lower_rung_already_excludes(tmp_path):
+    doc = measurement(SHEET)
+    doc["rungs"] = [{"name": "short", "result": "oom", "failed_phase": "load",
+                     "executed": {}, "phases": doc["rungs"][0]["phases"][:1]}]
+    st, d = states(plan(tmp_path, [FULL_OFFER], evidence=[doc]), "full")
+    assert st["memory"] == "exclude"
+    assert d.criteria["memory"].reason == ("out of memory already at the short rung (smaller "
+                                           "than required) in phase load on RTX 6000 Ada")
+    assert st["workload"] == "to_confirm"  # the limit was never run

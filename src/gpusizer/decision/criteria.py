@@ -90,6 +90,18 @@ def _limit_rung(ctx: OfferContext):
     return None, None
 
 
+def _oom_rung(ctx: OfferContext):
+    """The first in-scope rung that ran out of memory at dimensions no larger than required
+    (memory grows with each dimension, so the required workload saturates too)."""
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not _in_card_scope(doc, ctx):
+            continue
+        for rung in doc.rungs:
+            if rung.result == "oom" and _at_most_required(rung, ctx.required):
+                return doc, rung
+    return None, None
+
+
 def _shortfall(rung, required: dict[str, int]) -> dict[str, tuple[int | None, int]]:
     """Required dimensions the rung did not execute in full: ``{key: (executed, required)}``."""
     return {k: (rung.executed.get(k), v) for k, v in required.items()
@@ -219,10 +231,13 @@ def memory(ctx: OfferContext) -> Criterion:
     cite_card = {"document": "gpusizer card table", "version": "bundled",
                  "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
     doc, rung = _limit_rung(ctx)
-    if rung is not None and rung.result == "oom" and _at_most_required(rung, ctx.required):
-        return Criterion("exclude", f"out of memory at the required dimensions in phase "
-                         f"{rung.failed_phase or 'unknown'} on {ctx.card.name}", None,
-                         (doc.citation(),))
+    oom_doc, oom = _oom_rung(ctx)
+    if oom is not None:
+        where = "at the required dimensions" if oom.name == "limit" else \
+            f"already at the {oom.name} rung (smaller than required)"
+        return Criterion("exclude", f"out of memory {where} in phase "
+                         f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
+                         (oom_doc.citation(),))
     v = est.vllm
     if v is not None:
         if v.weights_bytes > v.budget_bytes:
