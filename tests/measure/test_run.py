@@ -101,6 +101,10 @@ def test_lora_training_runs_every_phase(lora_run):
     hidden, kv_out = 64, 2 * 8
     per_layer = 4 * (hidden + hidden) + 4 * (hidden + kv_out)
     assert r.evidence["model"]["trainable_parameters"] == 2 * per_layer
+    # the adapters (bf16 under precision pure) are created in the load phase
+    params = r.evidence["model"]["parameters"]
+    load = limit["phases"][0]["cpu_live_tensor_peak_bytes"]
+    assert load >= 2 * params + 32 + 2 * 2 * per_layer
 
 
 def test_evidence_loads_and_applies_to_no_card_from_a_cpu_run(inference_run):

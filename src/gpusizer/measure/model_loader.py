@@ -41,6 +41,7 @@ class LoadedModel:
     source: str  # the folder or "hub:<id>@<revision>"
     parameters: int
     compute_dtype_name: str = ""  # the dtype matmuls run in (differs under full + amp)
+    runnable: object = None  # what the phases call: the model, or its DDP wrapper
 
 
 def _model_source(sheet: Sheet, base_dir: Path | None) -> tuple[str, str | None]:

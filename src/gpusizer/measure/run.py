@@ -66,8 +66,18 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
     loaded = None
     try:
         def load():
+            """Weights, then (training) the adapters / trainable parameters and the DDP wrapper:
+            everything that exists before the first forward belongs to the load phase."""
             lm = load_model(sheet, ctx.dist.device, random_weights=ctx.random_weights,
                             base_dir=ctx.base_dir, config=ctx.config)
+            lm.runnable = lm.model
+            if sheet.task != "inference":
+                lm.model = prepare_training(lm.model, sheet)
+                lm.runnable = lm.model
+                if ctx.dist.active:
+                    cuda = ctx.dist.device.type == "cuda"
+                    lm.runnable = torch.nn.parallel.DistributedDataParallel(
+                        lm.model, device_ids=[ctx.dist.device.index] if cuda else None)
             if ctx.counters.live is not None:
                 # safetensors memory-mapped on the CPU are made outside ATen dispatch: count the
                 # model's parameters and buffers once loaded (storages already seen are skipped)
@@ -83,18 +93,11 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
             run_inference(loaded.model, sheet, plan.dims, phases, ctx.dist.device, ctx.inject,
                           executed)
         else:
-            model = prepare_training(loaded.model, sheet)
-            loaded.model = model
-            if ctx.dist.active:
-                model = torch.nn.parallel.DistributedDataParallel(
-                    model, device_ids=[ctx.dist.device.index] if ctx.dist.device.type == "cuda"
-                    else None)
             ctx.model_info["trainable_parameters"] = int(
                 sum(p.numel() for p in loaded.model.parameters() if p.requires_grad))
-            run_training(model, sheet, plan.dims, phases, ctx.dist.device,
-                         loaded.compute_dtype_name,
-                         ctx.out / "exports" / plan.name, ctx.inject, executed)
-            del model
+            run_training(loaded.runnable, sheet, plan.dims, phases, ctx.dist.device,
+                         loaded.compute_dtype_name, ctx.out / "exports" / plan.name,
+                         ctx.inject, executed)
     except PhaseFailure as fail:
         record["result"] = fail.result
         record["failed_phase"] = fail.phase
