@@ -77,7 +77,8 @@ def load_config(sheet: Sheet, base_dir: Path | None = None):
                                       f"remote code, which gpusizer never runs: {exc}",
                                       field="model", value=src) from None
     except OSError as exc:
-        raise MeasureError(f"cannot read config.json of {src!r} (revision {revision}): {exc}",
+        raise MeasureError(f"cannot read config.json of {src!r} (revision {revision}): {exc}; "
+                           "offline, give model.path: a folder holding that config.json",
                            field="model", value=src) from None
 
 
