@@ -177,12 +177,18 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
         fmt = fit.estimate.weights_format if fit.estimate else runs
         offers = tuple(x.offer.id for x in decisions if x.card is not None
                        and x.card.name == c.name)
+        larger = [x for x in decisions if x.card is not None and x.offer.id not in offers
+                  and int(x.card.device_bytes.value) > here]
+        fitting = [f"{x.offer.id} ({x.card.name})" for x in larger
+                   if check_fit(sheet, facts, x.card).fits is True]
         risks = {"quality": "none: same format" if fmt == runs else
                  f"the card's rules run {fmt} instead of {runs}: quality to confirm",
                  "coverage": "none: the same workload",
                  "throughput": "another card: speed differs (prices say nothing about speed)",
-                 "budget": ("catalog offers with this card: " + ", ".join(offers)) if offers
-                 else "no offer in the catalog has this card"}
+                 "budget": (("catalog offers with this card: " + ", ".join(offers)) if offers
+                            else "no offer in the catalog has this card")
+                           + ("; catalog offers on other larger cards that fit: "
+                              + ", ".join(fitting) if fitting else "")}
         if c.device_bytes.status != "confirmed":
             risks["coverage"] += f"; the card's device bytes are to confirm ({c.device_bytes.source})"
         return _alt("bigger_card", f"a {c.name} ({fmt_bytes(int(c.device_bytes.value))}) instead "
@@ -277,7 +283,7 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
             update["task"] = "qlora"
         one = sheet.model_copy(update=update)
         fit = check_fit(one, facts, card)
-        if fit.fits is not True:
+        if fit.fits is False or fit.estimate is None:
             why.append(f"{fmt}: {fit.reason}")
             continue
         crit = quality(ctx_of(one, fit.estimate))
