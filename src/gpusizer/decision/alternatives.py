@@ -239,7 +239,7 @@ def _smaller_microbatch(sheet, facts, card):
     candidates = [m for m in range(t.microbatch - 1, 0, -1) if effective % m == 0]
     if not candidates:
         return None, "microbatch is already 1"
-    unknown = None
+    unknown, last = None, ""
     for m in candidates:  # largest first: the least extra accumulation
         one = sheet.model_copy(update={"training": t.model_copy(update={
             "microbatch": m, "gradient_accumulation": effective // m})})
@@ -258,9 +258,10 @@ def _smaller_microbatch(sheet, facts, card):
                                        "steps"}), None
         if fit.fits is None:
             unknown = fit.reason
+        last = fit.reason
     if unknown:
         return None, f"cannot tell: {unknown}"
-    return None, f"even microbatch {candidates[-1]} does not fit"
+    return None, f"even microbatch {candidates[-1]} does not fit: {last}"
 
 
 def _lower_precision(sheet, facts, card, ctx_of, runs: str):

@@ -29,7 +29,7 @@ from ..errors import MissingExtraError, QualityError, SampleTooLongError
 from ..sheet import Sheet
 from .corpus import Corpus, read_corpus
 from .criteria_lock import check_lock, corpus_path, read_lock
-from .evidence_doc import quality_evidence, write_json
+from .evidence_doc import quality_evidence, refuse_existing, write_json
 
 __all__ = ["QualityRun", "FormatScore", "run_quality", "score_format", "load_model"]
 
@@ -240,6 +240,11 @@ def run_quality(sheet: Sheet, *, candidate: str, lock_path: Path, out_dir: Path,
     except (OSError, ValueError) as exc:
         raise QualityError(f"no usable tokenizer with the checkpoint {source!r}: {exc}",
                            field="model", value=source) from None
+    stem = f"quality-{candidate}-vs-{reference}"
+    out_dir = Path(out_dir)
+    samples_file = out_dir / f"{stem}.samples.jsonl"
+    for p in (samples_file, out_dir / f"{stem}.json"):
+        refuse_existing(p)
     scores = []
     for fmt in (reference, candidate):
         model, impl = load_model(source, revision, fmt, device=device,
@@ -255,9 +260,6 @@ def run_quality(sheet: Sheet, *, candidate: str, lock_path: Path, out_dir: Path,
                                    device))
         del model
     ref, cand = scores
-    stem = f"quality-{candidate}-vs-{reference}"
-    out_dir = Path(out_dir)
-    samples_file = out_dir / f"{stem}.samples.jsonl"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with samples_file.open("w", encoding="utf-8") as fh:

@@ -22,7 +22,7 @@ from ..sheet import Sheet, sheet_sha256
 from .criteria_lock import CriteriaLock
 from .regression import relative_regression, within_tolerance
 
-__all__ = ["quality_evidence", "write_json"]
+__all__ = ["quality_evidence", "write_json", "refuse_existing"]
 
 
 def quality_evidence(*, sheet: Sheet, lock: CriteriaLock, candidate_format: str,
@@ -62,11 +62,13 @@ def quality_evidence(*, sheet: Sheet, lock: CriteriaLock, candidate_format: str,
 
 
 def write_json(doc: dict, path: Path) -> Path:
-    """Write ``doc`` as indented JSON (sorted keys).
+    """Write ``doc`` as indented JSON (sorted keys); an existing file is never overwritten (a
+    result already written is evidence: a rerun does not replace it).
 
     Raises:
-        QualityError: the file cannot be written.
+        QualityError: the file exists or cannot be written.
     """
+    refuse_existing(Path(path))
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -74,3 +76,15 @@ def write_json(doc: dict, path: Path) -> Path:
         raise QualityError(f"cannot write {str(path)!r}: {exc.strerror}", field="--out",
                            value=str(path)) from None
     return Path(path)
+
+
+def refuse_existing(path: Path) -> None:
+    """Refuse to overwrite evidence already written.
+
+    Raises:
+        QualityError: ``path`` exists.
+    """
+    if Path(path).exists():
+        raise QualityError(f"{str(path)!r} already exists: a result already written is evidence "
+                           "and is never overwritten; write to another --out folder",
+                           field="--out", value=str(path))

@@ -182,7 +182,7 @@ def import_lm_eval(sheet, results: Path, *, candidate: str, lock_path: Path, out
     from ..errors import QualityError
     from ..sheet import WEIGHT_FORMATS
     from .criteria_lock import check_lock, read_lock
-    from .evidence_doc import quality_evidence, write_json
+    from .evidence_doc import quality_evidence, refuse_existing, write_json
     lock = read_lock(lock_path)
     check_lock(sheet, lock, base_dir=base_dir)
     metric = sheet.quality.metric
@@ -196,6 +196,7 @@ def import_lm_eval(sheet, results: Path, *, candidate: str, lock_path: Path, out
     if candidate == lock.reference_format:
         raise QualityError(f"the candidate is the reference format {candidate}: nothing to "
                            "compare", field="--candidate", value=candidate)
+    refuse_existing(Path(out_dir) / f"quality-{candidate}-vs-{lock.reference_format}.json")
     res = read_lm_eval_results(Path(results), metric)
     check_lm_eval_match(res, lock.lm_eval)
     version = f" {res.lm_eval_version}" if res.lm_eval_version else ""
