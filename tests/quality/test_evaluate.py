@@ -160,3 +160,35 @@ def test_missing_extra_exits_1_naming_the_install(tmp_path, tiny_model):
                           cwd=REPO_ROOT, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "pip install gpusizer[quality]" in proc.stderr
+
+
+def test_exact_match_counts_greedy_continuations(tmp_path, tiny_model):
+    """Expected outputs: the fp32 model's own greedy 3-byte continuations for four prompts (so
+    those match by construction) and one the model never writes: reference exact match 4/5."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(tiny_model.folder, dtype=torch.float32)
+    prompts = ["The memory ", "offer", "## R1", "quality "]
+    lines = []
+    for p in prompts:
+        ids = torch.tensor([list(p.encode())])
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                             max_new_tokens=3, do_sample=False, pad_token_id=0)
+        lines.append({"prompt": p, "expected": bytes(out[0, ids.shape[1]:].tolist()).decode()})
+    lines.append({"prompt": "budget", "expected": "ZQX"})
+    corpus = tmp_path / "em.jsonl"
+    corpus.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    shutil.copytree(tiny_model.folder, tmp_path / "tiny-llama")
+    shutil.copy(corpus, tmp_path / "frozen.jsonl")
+    sheet = {"model": {"path": "tiny-llama"}, "task": "inference",
+             "inference": {"prompt_tokens": 64, "new_tokens": 16},
+             "quality": {"corpus": "frozen.jsonl", "metric": "exact_match"}}
+    path = tmp_path / "sheet.yaml"
+    path.write_text(yaml.safe_dump(sheet))
+    lock_criteria(load_sheet(path), lock_path=default_lock_path(path), base_dir=tmp_path)
+    r = run(path, "bf16", tmp_path / "ev")
+    assert r.reference.value == 0.8
+    assert [row["match"] for row in r.reference.samples] == [True, True, True, True, False]
+    assert r.evidence["direction"] == "higher"
+    assert r.candidate.value == sum(row["match"] for row in r.candidate.samples) / 5
+    assert r.evidence["regression"] == pytest.approx((0.8 - r.candidate.value) / 0.8)
