@@ -108,13 +108,26 @@ def test_bad_catalogs_exit_2(tmp_path, name, text, fragment):
     assert fragment in p.stderr
 
 
-def test_lora_trainable_parameters_are_unknown_not_zero(tmp_path):
+def test_lora_default_targets_are_counted(tmp_path):
     s = _sheet(tmp_path, "model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: lora\nweights: bf16\n"
                          "training: {sequence_length: 2048, microbatch: 2}\n")
     doc = json.loads(run_cli("estimate", s, "--format", "json").stdout)
-    assert doc["model"]["trainable_parameters"] is None
-    assert doc["model"]["trainable_parameters_unknown_reason"]
-    assert doc["memory"]["peak_bytes"] is None
+    # PEFT's default for llama: q_proj (4096 → 4096) and v_proj (4096 → 1024), rank 16, 32 layers
+    assert doc["model"]["trainable_parameters"] == 32 * 16 * ((4096 + 4096) + (4096 + 1024))
+    assert doc["memory"]["peak_bytes"] is not None
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("training: {sequence_length: 2048, microbatch: 2, lora: {targets: [qq_proj]}}",
+     "training.lora.targets"),
+    ("training: {sequence_length: 2048, microbatch: 2, prepare_kbit_training: true}",
+     "training.prepare_kbit_training"),
+])
+def test_bad_training_keys_name_the_field(tmp_path, text, fragment):
+    s = _sheet(tmp_path, "model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: lora\nweights: bf16\n"
+                         + text + "\n")
+    p = run_cli("estimate", s, check=2)
+    assert fragment in p.stderr
 
 
 def test_repo_root_fixture():

@@ -174,6 +174,7 @@ class Training(_Block):
     validation_microbatch: Annotated[int, Field(strict=True, ge=0)] = 0
     export: Literal["none", "adapter", "merged", "full"] = "none"
     lora: Lora = Lora()
+    prepare_kbit_training: bool | None = None
 
 
 class Placement(_Block):
@@ -260,6 +261,11 @@ class Sheet(_Block):
             if self.inference is not None:
                 raise _FieldProblem("inference", "(block)", "an inference block needs task "
                                     f"inference, got task {self.task}")
+        tr = self.training
+        if tr is not None and tr.prepare_kbit_training is not None and self.task != "qlora":
+            raise _FieldProblem("training.prepare_kbit_training", tr.prepare_kbit_training,
+                                "applies to task qlora (PEFT's prepare_model_for_kbit_training "
+                                f"on a quantized base), not {self.task}")
         if self.task == "qlora" and self.weights not in ("auto", "nf4", "fp4"):
             raise _FieldProblem("weights", self.weights, "qlora trains on a 4-bit bitsandbytes "
                                 "base: expected nf4 or fp4")
@@ -405,6 +411,11 @@ def canonical_json(sheet: Sheet) -> str:
     """The validated sheet as canonical JSON: defaults filled in, memory sizes as integer bytes,
     sorted keys, no spaces (CONTRACT.md, evidence files)."""
     data = sheet.model_dump(mode="json")
+    # keys gpusizer added to CONTRACT.md's sheet are left out while unset, so the hash of every
+    # sheet written against the contract stays what it was (docs/contract-extensions.md)
+    training = data.get("training")
+    if training is not None and training.get("prepare_kbit_training") is None:
+        del training["prepare_kbit_training"]
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -21,6 +21,7 @@ from .kv_cache import kv_bytes, kv_layout, prefill_kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
+from .training import training_items
 from .vllm import profile_activation_bytes, rotary_cache_bytes, vllm_split
 from .working_memory import forward_working_bytes
 from .weights import (BNB_FORMATS, DTYPE_BYTES, bnb_roles, compute_dtype_of, dense_bytes,
@@ -365,14 +366,24 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     all_phases = phase_names
     lower = weights_bytes
     vsplit = None
+    summary = None
     if sheet.task != "inference":
-        reason = ("training memory (trainable parameters, gradients, optimizer states, "
-                  "activations) is not sized by this version: it is never counted as zero")
-        for name, ph in (("gradients", ("backward", "optimizer_step")),
-                         ("optimizer_states", ("optimizer_step",)),
-                         ("activations", ("forward", "backward", "validation"))):
-            items.append(Item(name, None, "estimated", ph, "R8/R12 training items",
-                              unknown_reason=reason))
+        if facts is None:
+            raise SheetError("training memory needs the architecture (layers, hidden size, "
+                             "vocabulary): give model.id or model.path, not a bare parameter "
+                             "count", field="model.parameters", value=sheet.model.parameters)
+        t_items, t_notes, summary = training_items(
+            sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
+            kernel=plan.rules.attention, weight_items=items, weights_bytes=weights_bytes,
+            phases=phase_names)
+        items = t_items
+        notes += t_notes
+        weights_bytes = sum(it.bytes or 0 for it in items
+                            if it.name in ("weights", "quantization_metadata"))
+        # certain from the first update on: parameters, their gradients and optimizer states
+        lower = sum(it.bytes or 0 for it in items if not it.non_torch and it.name in (
+            "weights", "quantization_metadata", "lora_adapters", "gradients", "optimizer_states"))
+        items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
     elif facts is None:
         reason = ("a bare parameter count has no architecture (layers, KV heads, head_dim): give "
                   "model.id or model.path to size it")
@@ -386,7 +397,11 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         lower = weights_bytes + kv_full
         items.append(cublas_workspace_item(cc, ("prefill", "decode")))
     items.append(cuda_context_item(all_phases))
-    items.append(nccl_item(share.gpus, all_phases, share.strategy))
+    if sheet.task == "inference":
+        items.append(nccl_item(share.gpus, all_phases, share.strategy))
+    else:
+        items.append(nccl_item(sheet.placement.gpus, all_phases, sheet.placement.strategy,
+                               training=True))
     items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
     if inf is not None and inf.engine == "vllm" and facts is not None:
         vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, items,
@@ -409,7 +424,9 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                      "peak and non-PyTorch memory; the phase rows show the allocated parts")
     return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
                           device_peak, envelope, lower, item_tuple, phases, vsplit, tuple(notes),
-                          card.name if card else None, share.gpus, plan.runs, plan.stored)
+                          card.name if card else None,
+                          share.gpus if sheet.task == "inference" else sheet.placement.gpus,
+                          plan.runs, plan.stored, summary)
 
 
 def _vllm_pool_items(items: list[Item], v, facts: ModelFacts, plan: WeightPlan,

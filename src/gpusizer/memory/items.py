@@ -137,6 +137,8 @@ class MemoryEstimate:
         gpus: GPUs of the placement; every figure is per GPU.
         weights_format: the format the weights really have on the GPU (after card rules).
         stored_format: the checkpoint's stored format (None for a bare count).
+        training: what a training estimate rests on (``memory.training.TrainingSummary``), or
+            None for inference.
     """
 
     weights_bytes: int
@@ -154,6 +156,7 @@ class MemoryEstimate:
     gpus: int = 1
     weights_format: str = ""
     stored_format: str | None = None
+    training: object | None = None
 
     def item(self, name: str) -> Item:
         """The item called ``name`` (KeyError when absent)."""

@@ -57,12 +57,13 @@ _NO_COLLECTIVES = {
 }
 
 
-def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single") -> Item:
+def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
+              training: bool = False) -> Item:
     """NCCL communicator buffers: not live without collectives (one GPU, device-map layer
     placement, independent replicas); unknown otherwise (they depend on the NCCL version,
     channels, protocols and topology: NCCL_BUFFSIZE is 4 MiB per channel per peer for the Simple
     protocol, NCCL docs "Environment Variables")."""
-    if gpus == 1 or strategy in ("device-map", "ddp"):
+    if gpus == 1 or strategy == "device-map" or (strategy == "ddp" and not training):
         why = _NO_COLLECTIVES["single" if gpus == 1 else strategy]
         return Item("nccl_buffers", 0, "declared", (), why, "0 (not live)", non_torch=True)
     return Item("nccl_buffers", None, "declared", phases,

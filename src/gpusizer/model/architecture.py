@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .facts import MlaDims, MoeDims, ParamGroup
+from .facts import LinearModule, MlaDims, MoeDims, ParamGroup
 
 __all__ = ["Architecture", "FULL", "SLIDING"]
 
@@ -46,3 +46,7 @@ class Architecture:
     moe: MoeDims | None = None
     notes: tuple[str, ...] = ()
     unloaded_checkpoint_layers: int = 0
+    modules: tuple[LinearModule, ...] = ()
+    norm: str = "rms"
+    norms_per_layer: int = 2
+    qk_norm: bool = False

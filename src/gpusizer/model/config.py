@@ -98,4 +98,5 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         stored_dtype=dtype, stored_format=fmt,
         quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
         unrecognised_keys=unrecognised,
-        unloaded_checkpoint_layers=arch.unloaded_checkpoint_layers)
+        unloaded_checkpoint_layers=arch.unloaded_checkpoint_layers, modules=arch.modules,
+        norm=arch.norm, norms_per_layer=arch.norms_per_layer, qk_norm=arch.qk_norm)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["ParamRole", "ParamGroup", "MlaDims", "MoeDims", "ModelFacts", "QUANTIZABLE_ROLES"]
+__all__ = ["ParamRole", "ParamGroup", "LinearModule", "MlaDims", "MoeDims", "ModelFacts",
+           "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
                     "other"]
@@ -58,6 +59,39 @@ class ParamGroup:
     cols: int = 0
     largest_matrix: int = 0
     shapes: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class LinearModule:
+    """One kind of linear layer, by its module path inside a decoder layer (what LoRA targets).
+
+    Attributes:
+        path: module path below the layer, e.g. ``"self_attn.q_proj"``, ``"mlp.c_fc"``,
+            ``"mlp.experts.gate_up_proj"``; ``"lm_head"`` for the output projection.
+        rows: out_features (elements).
+        cols: in_features (elements).
+        count: instances in the whole model (layers that carry it).
+        experts: 0 for an ``nn.Linear``/``Conv1D`` module; for a stacked routed-expert parameter,
+            the number of experts it stacks (PEFT ``target_parameters`` adds one adapter per
+            expert).
+        router: the MoE router (a ``…TopKRouter`` module with a 2-D weight).
+        converted_from: checkpoint tensors transformers v5 concatenates into this stacked
+            parameter at load (``gate_up_proj`` from per-expert gate and up: 2), 0 when the
+            checkpoint already stores it stacked (gpt-oss) or for plain modules.
+    """
+
+    path: str
+    rows: int
+    cols: int
+    count: int
+    experts: int = 0
+    router: bool = False
+    converted_from: int = 0
+
+    @property
+    def name(self) -> str:
+        """The last component of ``path`` (``q_proj``)."""
+        return self.path.rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,10 @@ class ModelFacts:
         unrecognised_keys: config.json keys the family module did not use (recorded, not swallowed).
         unloaded_checkpoint_layers: decoder layers stored in the checkpoint that transformers does
             not load (DeepSeek MTP): on disk, not on the GPU.
+        modules: the linear layers by module path (LoRA targets), empty for a bare count.
+        norm: ``"rms"`` (RMSNorm, transformers upcasts to fp32) or ``"layer"`` (nn.LayerNorm).
+        norms_per_layer: hidden-wide norms per decoder layer (2; Gemma 2/3: 4; Falcon-7B: 1).
+        qk_norm: per-head norms on q and k (Qwen3, Gemma 3).
     """
 
     model_id: str | None
@@ -162,6 +200,10 @@ class ModelFacts:
     stored_bytes_source: str | None = None
     unrecognised_keys: tuple[str, ...] = ()
     unloaded_checkpoint_layers: int = 0
+    modules: tuple[LinearModule, ...] = ()
+    norm: Literal["rms", "layer"] = "rms"
+    norms_per_layer: int = 2
+    qk_norm: bool = False
 
     @property
     def total_parameters(self) -> int:

@@ -54,18 +54,27 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "device_peak_bytes": est.device_peak_bytes,
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
+        "lower_bound_covers": ("weights, LoRA adapters, gradients and optimizer states"
+                               if est.training is not None else "weights and KV cache"),
         "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
-        "vllm": _vllm(est.vllm), "notes": list(est.notes),
+        "vllm": _vllm(est.vllm), "training": _training(est), "notes": list(est.notes),
     }
+
+
+def _training(est: MemoryEstimate) -> dict[str, Any] | None:
+    t = est.training
+    if t is None:
+        return None
+    return {"trainable_parameters": t.trainable_parameters, "trainable_dtype": t.trainable_dtype,
+            "lora_targets": list(t.lora_targets),
+            "tokens_per_microbatch": t.tokens_per_microbatch,
+            "tokens_per_update": t.tokens_per_update, "backward_peak_at": t.backward_peak_at,
+            "export_bytes": t.export_bytes, "attention_kernel": t.kernel}
 
 
 def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int | None = 0) -> dict[str, Any]:
     """The ``model`` object."""
-    out = _model_core(sheet, facts, trainable)
-    if trainable is None:
-        out["trainable_parameters_unknown_reason"] = (
-            "LoRA/QLoRA adapter parameters are not counted by this version")
-    return out
+    return _model_core(sheet, facts, trainable)
 
 
 def _model_core(sheet: Sheet, facts: ModelFacts | None, trainable: int | None) -> dict[str, Any]:
@@ -83,21 +92,18 @@ def _model_core(sheet: Sheet, facts: ModelFacts | None, trainable: int | None) -
             "unrecognised_keys": list(facts.unrecognised_keys)}
 
 
-def _trainable(sheet: Sheet, facts: ModelFacts | None) -> int | None:
-    """0 for inference, every parameter for full fine-tuning; None (unknown, never 0) for LoRA
-    and QLoRA, whose adapter count is not computed by this version."""
-    if sheet.task == "full":
-        return facts.total_parameters if facts else sheet.model.parameters
-    if sheet.task == "inference":
+def _trainable(est: MemoryEstimate | None) -> int:
+    """0 for inference; the LoRA adapters' or every parameter for adaptation (CONTRACT.md)."""
+    if est is None or est.training is None:
         return 0
-    return None
+    return est.training.trainable_parameters
 
 
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
     """``gpusizer estimate --format json``."""
     doc = {"gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
            "sheet": r.sheet.model_dump(mode="json"),
-           "model": model_dict(r.sheet, r.facts, _trainable(r.sheet, r.facts)),
+           "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
            "card": r.card.name if r.card else None,
            "memory": memory_dict(r.estimate), "offers": []}
     if r.fit is not None:
@@ -136,7 +142,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
                                   for f in r.catalogs],
                      "registry": REGISTRY_NOTE},
         "sheet": r.sheet.model_dump(mode="json"), "sheet_sha256": r.sheet_sha256,
-        "model": model_dict(r.sheet, r.facts, _trainable(r.sheet, r.facts)),
+        "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,
         "checkpoint": {"bytes": r.checkpoint_bytes, "source": r.checkpoint_source},
         "invalidators": r.invalidators,

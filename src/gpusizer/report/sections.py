@@ -70,7 +70,8 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
         ("device peak (peak + non-PyTorch; predicts nvidia-smi)", mem["device_peak_bytes"]),
         ("conservative envelope (sum of item maxima; not a peak)",
          mem["conservative_envelope_bytes"]),
-        ("certain lower bound (weights + KV cache)", mem["lower_bound_bytes"]),
+        (f"certain lower bound ({mem.get('lower_bound_covers', 'weights and KV cache')})",
+         mem["lower_bound_bytes"]),
     ]
     out = [Section("Memory per GPU", ("figure", f"size ({unit})", "size (GB per GPU)", "bytes"),
                    tuple((k, fmt_gib(v), fmt_gb(v), _b(v)) for k, v in summary))]

@@ -11,18 +11,21 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..facts import ParamGroup, ParamRole
+from ..facts import LinearModule, ParamGroup, ParamRole
 
-__all__ = ["Linear", "Experts", "DecoderShapes", "gqa_attention", "mlp", "param_groups"]
+__all__ = ["Linear", "Experts", "DecoderShapes", "gqa_attention", "mlp", "param_groups",
+           "linear_modules"]
 
 
 @dataclass(frozen=True)
 class Linear:
-    """One weight matrix: ``rows`` = out_features, ``cols`` = in_features, optional bias (rows)."""
+    """One weight matrix: ``rows`` = out_features, ``cols`` = in_features, optional bias (rows),
+    and its module name in transformers (``q_proj``, ``c_attn``…), the name PEFT targets."""
 
     rows: int
     cols: int
     bias: bool = False
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,8 @@ class DecoderShapes:
         attention_sink_elements: per layer, learned attention-sink logits (gpt-oss).
         dense_mlp: matrices of the dense MLP, used on the ``num_layers - moe_layers`` dense layers.
         position_embeddings: elements of learned absolute position embeddings (GPT-2).
+        attention_prefix / mlp_prefix: the attribute names of the attention and MLP blocks in a
+            decoder layer (``self_attn``/``mlp``; GPT-2 ``attn``; Falcon ``self_attention``).
     """
 
     hidden_size: int
@@ -70,39 +75,50 @@ class DecoderShapes:
     experts: Experts | None = None
     moe_layers: int = 0
     position_embeddings: int = 0
+    attention_prefix: str = "self_attn"
+    mlp_prefix: str = "mlp"
 
 
 def gqa_attention(hidden: int, heads: int, kv_heads: int, head_dim: int, *, qkv_bias: bool,
-                  o_bias: bool, fused_qkv: bool = False) -> tuple[Linear, ...]:
+                  o_bias: bool, fused_qkv: bool = False,
+                  names: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+                  ) -> tuple[Linear, ...]:
     """q, k, v, o projections of multi-head / grouped-query attention.
 
     q: hidden → heads·head_dim; k, v: hidden → kv_heads·head_dim; o: heads·head_dim →
     hidden.
     ``fused_qkv`` stores q, k, v as one matrix (Phi-3 ``qkv_proj``, Falcon ``query_key_value``,
-    GPT-2 ``c_attn``): same element count, one matrix. Source: transformers
-    ``models/llama/modeling_llama.py`` ``LlamaAttention``.
+    GPT-2 ``c_attn``): same element count, one matrix. ``names``: the module names, q, k, v, o
+    (fused: qkv, o). Source: transformers ``models/llama/modeling_llama.py`` ``LlamaAttention``.
     """
     q, kv = heads * head_dim, kv_heads * head_dim
-    o = Linear(hidden, q, o_bias)
+    o = Linear(hidden, q, o_bias, names[-1])
     if fused_qkv:
-        return (Linear(q + 2 * kv, hidden, qkv_bias), o)
-    return (Linear(q, hidden, qkv_bias), Linear(kv, hidden, qkv_bias),
-            Linear(kv, hidden, qkv_bias), o)
+        qkv = names[0] if len(names) == 2 else "qkv_proj"
+        return (Linear(q + 2 * kv, hidden, qkv_bias, qkv), o)
+    return (Linear(q, hidden, qkv_bias, names[0]), Linear(kv, hidden, qkv_bias, names[1]),
+            Linear(kv, hidden, qkv_bias, names[2]), o)
 
 
 def mlp(hidden: int, intermediate: int, *, gated: bool, bias: bool = False,
-        fused_gate_up: bool = False) -> tuple[Linear, ...]:
+        fused_gate_up: bool = False, names: tuple[str, ...] | None = None) -> tuple[Linear, ...]:
     """Feed-forward matrices: gated = gate, up (hidden → intermediate) and down; else up and down.
 
+    ``names``: module names in that order (defaults: ``gate_proj``, ``up_proj``, ``down_proj``;
+    fused ``gate_up_proj``, ``down_proj``; two matrices ``up_proj``, ``down_proj``).
     Source: transformers ``models/llama/modeling_llama.py`` ``LlamaMLP`` (gated),
     ``models/gpt2/modeling_gpt2.py`` ``GPT2MLP`` (two matrices); Phi-3 fuses gate and up.
     """
-    down = Linear(hidden, intermediate, bias)
     if not gated:
-        return (Linear(intermediate, hidden, bias), down)
+        up, down = names or ("up_proj", "down_proj")
+        return (Linear(intermediate, hidden, bias, up), Linear(hidden, intermediate, bias, down))
     if fused_gate_up:
-        return (Linear(2 * intermediate, hidden, bias), down)
-    return (Linear(intermediate, hidden, bias), Linear(intermediate, hidden, bias), down)
+        gate_up, down = names or ("gate_up_proj", "down_proj")
+        return (Linear(2 * intermediate, hidden, bias, gate_up),
+                Linear(hidden, intermediate, bias, down))
+    gate, up, down = names or ("gate_proj", "up_proj", "down_proj")
+    return (Linear(intermediate, hidden, bias, gate), Linear(intermediate, hidden, bias, up),
+            Linear(hidden, intermediate, bias, down))
 
 
 def param_groups(shapes: DecoderShapes) -> tuple[ParamGroup, ...]:
@@ -156,3 +172,46 @@ def _linear_groups(name: str, role: ParamRole, matrices: tuple[Linear, ...], tim
     if bias:
         groups.append(ParamGroup(f"{name}_bias", bias, "bias"))
     return groups
+
+
+def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
+    """The model's linear layers by module path, as PEFT sees them (``target_modules`` suffixes).
+
+    Decoder-layer ``nn.Linear``/``Conv1D`` modules under the attention and MLP prefixes; MoE routed
+    experts as transformers v5 stores them — one stacked parameter per kind, ``gate_up_proj``
+    (gate and up fused, 2·I × h) and ``down_proj`` (h × I), over all experts
+    (``models/mixtral/modeling_mixtral.py`` ``MixtralExperts``) — which PEFT reaches through
+    ``target_parameters`` with one adapter per expert (``peft/tuners/lora/layer.py``
+    ``ParamWrapper``); shared experts under ``mlp.shared_experts``; the router (``mlp.gate``;
+    gpt-oss ``mlp.router``); and ``lm_head``.
+    """
+    s = shapes
+    dense_layers = s.num_layers - s.moe_layers
+    out: list[LinearModule] = []
+
+    def add(prefix: str, mats: tuple[Linear, ...], count: int, experts: int = 0) -> None:
+        if count:
+            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count, experts)
+                       for m in mats)
+
+    add(s.attention_prefix, s.attention, s.num_layers)
+    add(s.mlp_prefix, s.dense_mlp, dense_layers)
+    e = s.experts
+    if e is not None and s.moe_layers:
+        mats = e.expert
+        if len(mats) == 3:  # gate, up, down → v5 stacks gate and up as one gate_up_proj
+            gate, up, down = mats
+            mats = (Linear(gate.rows + up.rows, gate.cols, name="gate_up_proj"),
+                    Linear(down.rows, down.cols, name="down_proj"))
+        else:
+            mats = tuple(Linear(m.rows, m.cols, name=n)
+                         for m, n in zip(mats, ("gate_up_proj", "down_proj")))
+        for m, n_src in zip(mats, (2, 1)):
+            out.append(LinearModule(f"{s.mlp_prefix}.experts.{m.name}", m.rows, m.cols,
+                                    s.moe_layers, e.count,
+                                    converted_from=0 if e.stacked else n_src))
+        add(f"{s.mlp_prefix}.shared_experts", e.shared, s.moe_layers)
+        out.append(LinearModule(f"{s.mlp_prefix}.{e.router.name or 'gate'}", e.router.rows,
+                                e.router.cols, s.moe_layers, router=True))
+    out.append(LinearModule("lm_head", s.vocab_size, s.hidden_size, 1, 0))
+    return tuple(out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
-from .decoder import DecoderShapes, gqa_attention, mlp, param_groups
+from .decoder import DecoderShapes, gqa_attention, linear_modules, mlp, param_groups
 from .layer_pattern import full_only
 
 __all__ = ["IGNORED_KEYS", "describe"]
@@ -56,9 +56,11 @@ def describe(cfg: ConfigReader) -> Architecture:
     shapes = DecoderShapes(
         hidden_size=hidden, vocab_size=vocab, num_layers=layers,
         attention=gqa_attention(hidden, heads, kv_heads, head_dim, qkv_bias=bias, o_bias=bias,
-                                fused_qkv=True),
+                                fused_qkv=True, names=("query_key_value", "dense")),
         layer_norm_elements=norms * 2 * hidden, final_norm_elements=2 * hidden,
-        tie_word_embeddings=tie, dense_mlp=mlp(hidden, ffn, gated=False, bias=bias))
+        tie_word_embeddings=tie, dense_mlp=mlp(hidden, ffn, gated=False, bias=bias,
+                                                  names=("dense_h_to_4h", "dense_4h_to_h")),
+        attention_prefix="self_attention")
     layer_types, window = full_only(layers)
     notes = ("ALiBi positions (no rotary, no position parameters)",) if alibi else ()
     return Architecture(
@@ -67,4 +69,5 @@ def describe(cfg: ConfigReader) -> Architecture:
         intermediate_size=ffn, gated_mlp=False, tie_word_embeddings=tie,
         layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), notes=notes)
+        params=param_groups(shapes), notes=notes, modules=linear_modules(shapes), norm="layer",
+        norms_per_layer=norms)

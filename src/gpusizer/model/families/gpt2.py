@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
-from .decoder import DecoderShapes, gqa_attention, mlp, param_groups
+from .decoder import DecoderShapes, gqa_attention, linear_modules, mlp, param_groups
 from .layer_pattern import full_only
 
 __all__ = ["IGNORED_KEYS", "describe"]
@@ -51,14 +51,15 @@ def describe(cfg: ConfigReader) -> Architecture:
     shapes = DecoderShapes(
         hidden_size=hidden, vocab_size=vocab, num_layers=layers,
         attention=gqa_attention(hidden, heads, heads, hidden // heads, qkv_bias=True,
-                                o_bias=True, fused_qkv=True),
+                                o_bias=True, fused_qkv=True, names=("c_attn", "c_proj")),
         layer_norm_elements=2 * 2 * hidden, final_norm_elements=2 * hidden,
-        tie_word_embeddings=tie, dense_mlp=mlp(hidden, inner, gated=False, bias=True),
-        position_embeddings=positions * hidden)
+        tie_word_embeddings=tie, dense_mlp=mlp(hidden, inner, gated=False, bias=True,
+                                                  names=("c_fc", "c_proj")),
+        position_embeddings=positions * hidden, attention_prefix="attn")
     layer_types, window = full_only(layers)
     return Architecture(
         hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
         num_key_value_heads=heads, head_dim=hidden // heads, vocab_size=vocab,
         intermediate_size=inner, gated_mlp=False, tie_word_embeddings=tie,
         layer_types=layer_types, sliding_window=window, context_window_tokens=positions,
-        params=param_groups(shapes))
+        params=param_groups(shapes), modules=linear_modules(shapes), norm="layer")

@@ -36,7 +36,7 @@ def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
         raise cfg.error("experts_per_token", f"{legacy} disagrees with num_experts_per_tok "
                         f"{top_k}", legacy)
     expert = (Linear(2 * width, d.hidden_size, bias=True), Linear(d.hidden_size, width, bias=True))
-    block = Experts(count=experts, expert=expert, router=Linear(experts, d.hidden_size, True),
+    block = Experts(count=experts, expert=expert, router=Linear(experts, d.hidden_size, True, "router"),
                     stacked=True)
     dims = MoeDims(num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
                    num_shared_experts=0, moe_layers=d.num_layers)

@@ -16,7 +16,7 @@ from typing import Literal
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from ..facts import MoeDims
-from .decoder import DecoderShapes, Experts, gqa_attention, mlp, param_groups
+from .decoder import DecoderShapes, Experts, gqa_attention, linear_modules, mlp, param_groups
 
 __all__ = ["Dims", "MoeBlock", "LlamaStyle", "read_dims", "describe_llama_like"]
 
@@ -136,4 +136,6 @@ def describe_llama_like(cfg: ConfigReader, style: LlamaStyle) -> Architecture:
         intermediate_size=intermediate if moe_layers < d.num_layers else 0, gated_mlp=True,
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), moe=block.dims if block else None)
+        params=param_groups(shapes), moe=block.dims if block else None,
+        modules=linear_modules(shapes), norms_per_layer=style.norms_per_layer,
+        qk_norm=style.qk_norm)

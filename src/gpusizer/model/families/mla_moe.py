@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from ..facts import MlaDims, MoeDims
-from .decoder import DecoderShapes, Experts, Linear, mlp, param_groups
+from .decoder import DecoderShapes, Experts, Linear, linear_modules, mlp, param_groups
 from .layer_pattern import full_only
 
 __all__ = ["ROUTING_KEYS", "describe_mla_moe"]
@@ -44,12 +44,13 @@ def _attention(cfg: ConfigReader, hidden: int,
                   v_head_dim=cfg.require_int("v_head_dim"), q_lora_rank=q_lora)
     bias = cfg.flag("attention_bias", False)
     qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-    q = ((Linear(heads * qk, hidden),) if q_lora is None
-         else (Linear(q_lora, hidden, bias), Linear(heads * qk, q_lora)))
-    kv = (Linear(mla.kv_lora_rank + mla.qk_rope_head_dim, hidden, bias),
-          Linear(heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank))
+    q = ((Linear(heads * qk, hidden, name="q_proj"),) if q_lora is None
+         else (Linear(q_lora, hidden, bias, "q_a_proj"), Linear(heads * qk, q_lora, name="q_b_proj")))
+    kv = (Linear(mla.kv_lora_rank + mla.qk_rope_head_dim, hidden, bias, "kv_a_proj_with_mqa"),
+          Linear(heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank,
+                 name="kv_b_proj"))
     norms = mla.kv_lora_rank + (q_lora or 0)
-    return q + kv + (Linear(hidden, heads * mla.v_head_dim, bias),), norms, mla
+    return q + kv + (Linear(hidden, heads * mla.v_head_dim, bias, "o_proj"),), norms, mla
 
 
 def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Architecture:
@@ -97,4 +98,4 @@ def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Archi
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
         params=param_groups(shapes), mla=mla, moe=moe, notes=notes,
-        unloaded_checkpoint_layers=mtp)
+        unloaded_checkpoint_layers=mtp, modules=linear_modules(shapes))
