@@ -123,3 +123,36 @@ def test_alternatives_cli_json_and_markdown(tmp_path):
     assert all(isinstance(a["device_peak_bytes"], int) for a in o["alternatives"])
     md = run_cli("alternatives", str(sheet)).stdout
     assert "## seed-rtx-4090 (RTX 4090)" in md and "weights nf4 instead of bf16" in md
+
+
+LORA8B = {"model": {"id": "meta-llama/Meta-Llama-3.1-8B"}, "task": "lora", "weights": "bf16",
+          "training": {"sequence_length": 2048, "microbatch": 4, "gradient_accumulation": 2}}
+
+
+def test_training_overload_smaller_microbatch_and_checkpointing():
+    offers, _ = alts(LORA8B)
+    sheet = parse_sheet(LORA8B)
+    facts = resolve_facts(sheet)
+    ada = offers["seed-rtx-6000-ada"]
+    assert ada.memory_state == "to_confirm"  # estimated overload, not a certain lower bound
+    assert check_fit(sheet, facts, require_card("RTX 6000 Ada")).fits is False
+    by = {a.change: a for a in ada.alternatives}
+    mb = by["smaller_microbatch"]
+    assert mb.sheet_changes == {"training.microbatch": 2, "training.gradient_accumulation": 4}
+    assert "effective batch 8 kept" in mb.summary and "micro-steps" in mb.risks["throughput"]
+    one = sheet.model_copy(update={"training": sheet.training.model_copy(
+        update={"microbatch": 2, "gradient_accumulation": 4})})
+    card = require_card("RTX 6000 Ada")
+    assert mb.device_peak_bytes == estimate_memory(one, facts, card=card).device_peak_bytes
+    gc = by["gradient_checkpointing"]
+    one = sheet.model_copy(update={"training": sheet.training.model_copy(
+        update={"gradient_checkpointing": True})})
+    assert gc.device_peak_bytes == estimate_memory(one, facts, card=card).device_peak_bytes
+    assert gc.device_peak_bytes < mb.device_peak_bytes < estimate_memory(
+        sheet, facts, card=card).device_peak_bytes
+    assert "forward" in gc.risks["throughput"]
+    # on the 24 GB card neither helps alone: each is named with its peak
+    why = dict(offers["seed-rtx-4090"].not_offered)
+    assert why["smaller_microbatch"].startswith("even microbatch 1 does not fit: estimated")
+    assert why["gradient_checkpointing"].startswith("estimated device peak")
+    assert [a.change for a in offers["seed-rtx-4090"].alternatives] == ["bigger_card"]

@@ -1,6 +1,7 @@
 """One change at a time after an overload (R10, R13): ``gpusizer alternatives SHEET``.
 
-For every offer whose memory criterion is ``exclude``, each single change that would make the
+For every offer whose memory criterion is ``exclude`` — and every offer whose estimated device
+peak + margin exceeds its card (memory ``to_confirm``, labelled so) — each single change that would make the
 workload fit — a bigger card, a shorter cache (only when ``inference.length_negotiable``), a
 smaller microbatch with more accumulation (same effective batch), a lower-precision format,
 gradient checkpointing — with its new peak (``estimate_memory`` re-run on the one-change sheet,
@@ -96,13 +97,17 @@ class Alternative:
 
 @dataclass(frozen=True)
 class OfferAlternatives:
-    """An offer excluded on memory, its single changes, and the changes that do not help."""
+    """An offer that does not fit, its single changes, and the changes that do not help.
+
+    ``memory_state`` is ``exclude`` (a certain overflow) or ``to_confirm`` (the estimated
+    device peak + margin exceeds the card: an estimated overload, not a proof)."""
 
     offer_id: str
     card: str | None
     memory_reason: str
     alternatives: tuple[Alternative, ...]
     not_offered: tuple[tuple[str, str], ...]
+    memory_state: str = "exclude"
 
 
 @dataclass
@@ -320,12 +325,14 @@ def _checkpointing(sheet, facts, card):
 
 
 def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
-                       decisions: list[OfferDecision], ctx: OfferContext) -> OfferAlternatives:
-    """The single changes for one offer excluded on memory (its card must be known)."""
+                       decisions: list[OfferDecision], ctx: OfferContext,
+                       memory_state: str = "exclude") -> OfferAlternatives:
+    """The single changes for one offer that does not fit (its card must be known)."""
     card = d.card
     reason = d.criteria["memory"].reason
     if card is None:
-        return OfferAlternatives(d.offer.id, None, reason, (), (("all", "the card is unknown"),))
+        return OfferAlternatives(d.offer.id, None, reason, (), (("all", "the card is unknown"),),
+                                 memory_state)
     runs = d.estimate.weights_format if d.estimate else sheet.weights
 
     def ctx_of(one: Sheet, est: MemoryEstimate) -> OfferContext:
@@ -345,13 +352,15 @@ def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
     alt, no = _checkpointing(sheet, facts, card)
     alts += [alt] if alt else []
     why += [("gradient_checkpointing", no)] if no else []
-    return OfferAlternatives(d.offer.id, card.name, reason, tuple(alts), tuple(why))
+    return OfferAlternatives(d.offer.id, card.name, reason, tuple(alts), tuple(why),
+                             memory_state)
 
 
 def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
                      evidence_dir: Path | None = None, today: dt.date | None = None,
                      base_dir: Path | None = None) -> AlternativesResult:
-    """Plan the sheet, then list single changes for each offer whose memory is ``exclude``.
+    """Plan the sheet, then list single changes for each offer whose memory is ``exclude`` or
+    whose estimated peak does not fit.
 
     Raises:
         SheetError, ModelError, CatalogError, EvidenceError, HubError: as ``run_plan``.
@@ -361,10 +370,15 @@ def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
                     base_dir=base_dir)
     result = AlternativesResult(plan)
     for d in plan.decisions:
-        if d.criteria["memory"].state != "exclude":
-            continue
+        state = d.criteria["memory"].state
+        if state != "exclude":
+            # an estimated overload (peak + margin > device, not a certain lower bound) leaves
+            # memory to_confirm; its alternatives are listed too, labelled as such
+            if d.card is None or check_fit(sheet, plan.facts, d.card).fits is not False:
+                continue
         ctx = OfferContext(sheet, plan.facts, d.offer, d.card, d.estimate, plan.evidence,
                            d.total_usd, d.days, plan.checkpoint_bytes,
                            required=required_dimensions(sheet))
-        result.offers.append(offer_alternatives(sheet, plan.facts, d, plan.decisions, ctx))
+        result.offers.append(offer_alternatives(sheet, plan.facts, d, plan.decisions, ctx,
+                                                state))
     return result
