@@ -183,6 +183,21 @@ def test_quality(tmp_path):
     assert "other criteria" in r.evidence.ignored[0][1]
 
 
+def test_quality_when_the_card_forces_a_lower_precision(tmp_path):
+    """A T4 has no bf16: the offer runs fp16, another format than the reference (bf16), so
+    quality stays to_confirm until fp16 has evidence on the locked criteria."""
+    t4 = {**FULL_OFFER, "id": "t4", "card": "T4"}
+    st, d = states(plan(tmp_path, [t4]), "t4")
+    assert d.estimate.weights_format == "fp16"
+    assert st["quality"] == "to_confirm"
+    assert "format fp16 not yet evaluated against the reference bf16" in \
+        d.criteria["quality"].reason
+    q = quality_doc(SHEET, candidate="fp16", cand=10.02)  # +0.2 %
+    st, d = states(plan(tmp_path, [t4], evidence=[q]), "t4")
+    assert st["quality"] == "acceptable" and "fp16 within tolerance of bf16" in \
+        d.criteria["quality"].reason
+
+
 def test_unknown_card_is_never_guessed(tmp_path):
     st, d = states(plan(tmp_path, [{**FULL_OFFER, "id": "x", "card": "Mystery GPU 9000"}]), "x")
     assert st["memory"] == "to_confirm" and d.card is None

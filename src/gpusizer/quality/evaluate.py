@@ -245,17 +245,24 @@ def run_quality(sheet: Sheet, *, candidate: str, lock_path: Path, out_dir: Path,
     samples_file = out_dir / f"{stem}.samples.jsonl"
     for p in (samples_file, out_dir / f"{stem}.json"):
         refuse_existing(p)
+    from transformers import AutoConfig
+    try:
+        config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise QualityError(f"cannot read the checkpoint's config {source!r}: {exc}",
+                           field="model", value=source) from None
+    context = getattr(config, "max_position_embeddings", None)
+    if not isinstance(context, int):
+        raise QualityError("the model's config gives no max_position_embeddings: sample lengths "
+                           "cannot be checked against the context window", field="model",
+                           value=source)
+    # every sample's length is checked before any model is loaded
+    tokenized = _tokenize(tokenizer, corpus, q.metric, context)
     scores = []
     for fmt in (reference, candidate):
         model, impl = load_model(source, revision, fmt, device=device,
                                  double_quant=sheet.quantization.double_quant,
                                  compute_dtype=sheet.quantization.compute_dtype)
-        context = getattr(model.config, "max_position_embeddings", None)
-        if not isinstance(context, int):
-            raise QualityError("the model's config gives no max_position_embeddings: sample "
-                               "lengths cannot be checked against the context window",
-                               field="model", value=source)
-        tokenized = _tokenize(tokenizer, corpus, q.metric, context)
         scores.append(score_format(model, tokenizer, tokenized, corpus, q.metric, fmt, impl,
                                    device))
         del model
