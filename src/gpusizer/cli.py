@@ -223,7 +223,8 @@ def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
     typer.echo(f"{'locked' if r.created else 'already locked, unchanged'}: {r.path}\n"
                f"  criteria_sha256 {c.criteria_sha256} at {c.locked_at}\n"
                f"  reference {c.reference_format}; metric {c.criteria['quality']['metric']} "
-               f"({c.direction} is better); max_regression {c.criteria['quality']['max_regression']}"
+               f"({c.direction} is better); max_regression "
+               f"{c.criteria['quality']['max_regression']}"
                f"\n  corpus {c.corpus.file}: sha256 {c.corpus.sha256}, {c.corpus.size_bytes} B, "
                f"{c.corpus.samples} samples")
 

@@ -1,9 +1,9 @@
 """One change at a time after an overload (R10, R13): ``gpusizer alternatives SHEET``.
 
 For every offer whose memory criterion is ``exclude`` — and every offer whose estimated device
-peak + margin exceeds its card (memory ``to_confirm``, labelled so) — each single change that would make the
-workload fit — a bigger card, a shorter cache (only when ``inference.length_negotiable``), a
-smaller microbatch with more accumulation (same effective batch), a lower-precision format,
+peak + margin exceeds its card (memory ``to_confirm``, labelled so) — each single change that
+would make the workload fit: a bigger card, a shorter cache (only when
+``inference.length_negotiable``), a smaller microbatch with more accumulation (same effective batch), a lower-precision format,
 gradient checkpointing — with its new peak (``estimate_memory`` re-run on the one-change sheet,
 against the card) and what it puts at risk (quality, coverage, throughput). Nothing is applied:
 the sheet stays the user's; a change that does not fit, or cannot be tried, is listed with why.
@@ -195,7 +195,8 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
                            + ("; catalog offers on other larger cards that fit: "
                               + ", ".join(fitting) if fitting else "")}
         if c.device_bytes.status != "confirmed":
-            risks["coverage"] += f"; the card's device bytes are to confirm ({c.device_bytes.source})"
+            risks["coverage"] += ("; the card's device bytes are to confirm "
+                                  f"({c.device_bytes.source})")
         return _alt("bigger_card", f"a {c.name} ({fmt_bytes(int(c.device_bytes.value))}) instead "
                     f"of the {d.card.name}", {}, c, fit, risks, offers=offers), None
     if last is None:

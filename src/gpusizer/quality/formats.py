@@ -1,10 +1,13 @@
 """Candidate weight formats for a quality run, and how each is produced (imports torch).
 
-| name | implementation | runs |
-|---|---|---|
-| ``fp32``, ``fp16``, ``bf16`` | the checkpoint loaded in that dtype (``from_pretrained(dtype=…)``) | everywhere |
-| ``int8``, ``nf4``, ``fp4`` | bitsandbytes through transformers' ``BitsAndBytesConfig`` (LLM.int8, 4-bit NF4/FP4) — what ``weights: int8/nf4/fp4`` loads | where bitsandbytes is installed and has kernels for the device |
-| ``int8-roundtrip``, ``int4-roundtrip`` | every ``nn.Linear`` weight except ``lm_head`` quantized per output channel, symmetric, round-to-nearest, then dequantized back to the reference dtype | everywhere (a simulation: no int kernel, weights stay in the reference dtype) |
+- ``fp32``, ``fp16``, ``bf16``: the checkpoint loaded in that dtype
+  (``from_pretrained(dtype=…)``); runs everywhere.
+- ``int8``, ``nf4``, ``fp4``: bitsandbytes through transformers' ``BitsAndBytesConfig``
+  (LLM.int8, 4-bit NF4/FP4) — what ``weights: int8/nf4/fp4`` loads; runs where bitsandbytes is
+  installed and has kernels for the device.
+- ``int8-roundtrip``, ``int4-roundtrip``: every ``nn.Linear`` weight except ``lm_head``
+  quantized per output channel, symmetric, round-to-nearest, then dequantized back to the
+  reference dtype; runs everywhere (a simulation: no int kernel, weights stay in that dtype).
 
 A round-trip's evidence names the format it only approximates (``proxy_for``): it is reported
 next to the quality criterion but never decides it, since the kernel that runs differs

@@ -86,9 +86,10 @@ def _version(v: Any) -> str:
 def _need(data: dict, key: str, task: str, file: str) -> Any:
     block = data.get(key)
     if not isinstance(block, dict) or task not in block:
+        got = sorted(block) if isinstance(block, dict) else None
         raise EvidenceError(f"expected {key}[{task!r}] in an lm-evaluation-harness results file "
-                            f"(lm-eval >= 0.4 writes it), got {None if not isinstance(block, dict) else sorted(block)}",
-                            file=file, field=f"{key}.{task}")
+                            f"(lm-eval >= 0.4 writes it), got {got}", file=file,
+                            field=f"{key}.{task}")
     return block[task]
 
 

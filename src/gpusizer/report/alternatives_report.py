@@ -13,8 +13,9 @@ __all__ = ["alternatives_document", "render_alternatives_markdown"]
 
 
 def alternatives_document(r: AlternativesResult) -> dict[str, Any]:
-    """``{"gpusizer", "sheet_sha256", "sheet", "offers": [{offer_id, card, memory_state, memory_reason,
-    alternatives: [...], not_offered: [{change, reason}]}], "note"}``; bytes are integers."""
+    """``{"gpusizer", "sheet_sha256", "sheet", "offers": [{offer_id, card, memory_state,
+    memory_reason, alternatives: [...], not_offered: [{change, reason}]}], "note"}``; bytes are
+    integers."""
     plan = r.plan
     return {
         "gpusizer": {"version": __version__},
