@@ -4,9 +4,10 @@ For every offer whose memory criterion is ``exclude`` — and every offer whose 
 peak + margin exceeds its card (memory ``to_confirm``, labelled so) — each single change that
 would make the workload fit: a bigger card, a shorter cache (only when
 ``inference.length_negotiable``), a smaller microbatch with more accumulation (same effective
-batch), a lower-precision format, gradient checkpointing — with its new peak (``estimate_memory`` re-run on the one-change sheet,
-against the card) and what it puts at risk (quality, coverage, throughput). Nothing is applied:
-the sheet stays the user's; a change that does not fit, or cannot be tried, is listed with why.
+batch), a lower-precision format, gradient checkpointing — with its new peak
+(``estimate_memory`` re-run on the one-change sheet, against the card) and what it puts at risk
+(quality, coverage, throughput). Nothing is applied: the sheet stays the user's; a change that
+does not fit, or cannot be tried, is listed with why.
 
 fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``
 ⇔ vLLM starts and its pool holds every required sequence. An estimate with items of unknown size
