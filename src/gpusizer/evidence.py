@@ -172,6 +172,24 @@ def quality_result(doc: "EvidenceDoc") -> QualityResult:
                          ) from None
 
 
+def _moved_criteria(judged: Any, now: dict | None) -> str:
+    """``quality.max_regression: judged on 0.02, sheet now 0.05; …`` (empty when unknown)."""
+    if not isinstance(judged, dict) or not isinstance(now, dict):
+        return ""
+
+    def flat(d: Any, prefix: str = "") -> dict:
+        if not isinstance(d, dict):
+            return {prefix: d}
+        out: dict = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+
+    a, b = flat(judged), flat(now)
+    return "; ".join(f"{k}: judged on {a.get(k)!r}, sheet now {b.get(k)!r}"
+                     for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+
+
 @dataclass(frozen=True)
 class EvidenceSet:
     """Evidence of one plan: the documents that match the sheet, and those set aside (with why)."""
@@ -184,7 +202,8 @@ class EvidenceSet:
 
 
 def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
-                  quality_sha256: str | None = None) -> EvidenceSet:
+                  quality_sha256: str | None = None,
+                  quality_criteria: dict | None = None) -> EvidenceSet:
     """Read every ``*.json`` in ``directory``.
 
     Evidence whose ``sheet_sha256`` differs from the plan's is set aside with the reason (it
@@ -218,9 +237,11 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
         if doc.kind == "quality":
             if doc.sheet_sha256 != sheet_sha256 and (
                     quality_sha256 is None or doc.extra("criteria_sha256") != quality_sha256):
+                moved = _moved_criteria(doc.extra("criteria"), quality_criteria)
                 ignored.append((str(path), "quality evidence matches neither this sheet's "
                                 f"sha256 {sheet_sha256} nor its quality criteria's "
-                                f"{quality_sha256}: it judged other criteria"))
+                                f"{quality_sha256}: it judged other criteria"
+                                + (f" ({moved})" if moved else "")))
                 continue
         elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
             ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "

@@ -136,6 +136,7 @@ def test_criterion_follows_the_evidence(tmp_path, tiny_model):
     r = run_plan(load_sheet(path), evidence_dir=ev, today=TODAY, base_dir=tmp_path)
     assert r.decisions[0].criteria["quality"].state == "to_confirm"
     assert all("other criteria" in why for _, why in r.evidence.ignored)
+    assert "quality.max_regression: judged on 0.02, sheet now 0.5" in r.evidence.ignored[0][1]
 
 
 def test_quality_run_cli(tmp_path, tiny_model):
