@@ -153,10 +153,11 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
 def fit(sheet: SheetArg,
         card: Annotated[str, typer.Option("--card", help="canonical card name or alias")],
         format: Annotated[MemFmt, typer.Option("--format")] = MemFmt.md) -> None:
-    """Largest concurrency and context (inference) that fit the card with the sheet's margin."""
-    from .fit import fit_inference
+    """Largest concurrency and context (inference), or microbatch and sequence length (training),
+    that fit the card with the sheet's margin."""
+    from .fit import fit as fit_answer
     try:
-        answer = fit_inference(_load(sheet), _card(card), base_dir=sheet.parent)
+        answer = fit_answer(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc)
     if format.value == "json":

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .catalog.types import Card
-from .errors import GpusizerError, SheetError
+from .errors import SheetError
 from .memory.estimate import estimate_memory
 from .pipeline import resolve_facts
 from .sheet import Sheet
 
-__all__ = ["fit_inference"]
+__all__ = ["fit_inference", "fit_training", "fit"]
 
 
 def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
@@ -36,41 +36,16 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     sheet's new_tokens) at the sheet's concurrency, that fit ``card``.
 
     Raises:
-        SheetError: the sheet has no inference block.
-        GpusizerError: training sheets (sized by a later version).
+        SheetError: the sheet has no inference block, or is a training sheet.
     """
     if sheet.task != "inference":
-        raise GpusizerError("fit for training (largest microbatch / sequence length) needs the "
-                            "training memory items, not sized by this version")
+        raise SheetError("fit_inference needs task inference; use fit_training", field="task",
+                         value=sheet.task)
     inf = sheet.inference
     if inf is None:
         raise SheetError("fit needs an inference block (prompt_tokens, new_tokens)",
                          field="inference")
-    facts = resolve_facts(sheet, base_dir=base_dir)
-    if facts is None:
-        raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
-                         field="model.parameters")
-    device = int(card.device_bytes.value)
-    margin = sheet.margin.of(device)
-
-    unknown: set[str] = set()
-
-    def fits(s: Sheet) -> bool:
-        try:
-            est = estimate_memory(s, facts, card=card)
-        except SheetError:
-            return False
-        unknown.update(n for p in est.phases for n in p.unknown_items)
-        v = est.vllm
-        if v is not None:
-            # the pool must start and hold every required sequence at once (no queueing)
-            return (bool(v.starts) and v.sequences_held is not None
-                    and v.sequences_held >= s.inference.concurrency
-                    and est.lower_bound_bytes <= device)
-        peak = est.device_peak_bytes
-        if peak is None:  # unknown items: judge on the known part (an upper bound on the answer)
-            peak = max(p.known_bytes for p in est.phases)
-        return peak + margin <= device
+    facts, device, fits, unknown = _setup(sheet, card, base_dir)
 
     def with_inf(**kw) -> Sheet:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
@@ -90,8 +65,91 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
              "`gpusizer measure`",
              f"search bounded by the context window {window} tokens and 65536 sequences",
              "null: not even one sequence of the required length fits"]
+    return _answer(sheet, card, device, answers, notes, unknown)
+
+
+def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+    """Largest microbatch at the sheet's sequence length, and longest sequence length at the
+    sheet's microbatch, that fit ``card`` (gradient accumulation, which does not change the
+    per-microbatch activations, is left as the sheet says; R12).
+
+    Raises:
+        SheetError: the sheet is not a training sheet, or has no architecture.
+    """
+    tr = sheet.training
+    if tr is None:
+        raise SheetError("fit_training needs a training block", field="training")
+    facts, device, fits, unknown = _setup(sheet, card, base_dir)
+
+    def with_tr(**kw) -> Sheet:
+        return sheet.model_copy(update={"training": tr.model_copy(update=kw)})
+
+    mb = _largest(1, 1 << 14, lambda m: fits(with_tr(microbatch=m)))
+    window = facts.context_window_tokens or (1 << 22)
+    seq = _largest(1, window, lambda s: fits(with_tr(sequence_length=s)))
+    answers = {
+        "largest microbatch at the required sequence_length": mb,
+        "longest sequence_length at the required microbatch": seq,
+        "tokens per update at the largest microbatch": (
+            mb * tr.sequence_length * tr.gradient_accumulation if mb else None),
+    }
+    notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
+             "`gpusizer measure`",
+             f"search bounded by the context window {window} tokens and 16384 sequences per "
+             "microbatch",
+             "to keep tokens per update when the microbatch shrinks, raise "
+             "gradient_accumulation by the same factor (R12)",
+             "null: not even a microbatch of one sequence of the required length fits"]
+    return _answer(sheet, card, device, answers, notes, unknown)
+
+
+def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+    """The inverse questions for the sheet's task (inference or training)."""
+    if sheet.task == "inference":
+        return fit_inference(sheet, card, base_dir=base_dir)
+    return fit_training(sheet, card, base_dir=base_dir)
+
+
+def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
+            unknown: set[str]) -> dict[str, Any]:
     if unknown:
         notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
                      + ") were left out of the peaks")
     return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
             "answers": answers, "notes": notes}
+
+
+def _setup(sheet: Sheet, card: Card, base_dir):
+    """The model facts, the card's device bytes and the fits predicate for one sheet."""
+    facts = resolve_facts(sheet, base_dir=base_dir)
+    if facts is None:
+        raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
+                         field="model.parameters")
+    device = int(card.device_bytes.value)
+    fits, unknown = _fits_card(facts, card, device, sheet.margin.of(device))
+    return facts, device, fits, unknown
+
+
+def _fits_card(facts, card: Card, device: int, margin: int):
+    """A predicate "the sheet's estimated device peak + margin fits the card", and the set of
+    unknown items it met (judged on the known part: an upper bound on the answer)."""
+    unknown: set[str] = set()
+
+    def fits(s: Sheet) -> bool:
+        try:
+            est = estimate_memory(s, facts, card=card)
+        except SheetError:
+            return False
+        unknown.update(n for p in est.phases for n in p.unknown_items)
+        v = est.vllm
+        if v is not None:
+            # the pool must start and hold every required sequence at once (no queueing)
+            return (bool(v.starts) and v.sequences_held is not None
+                    and v.sequences_held >= s.inference.concurrency
+                    and est.lower_bound_bytes <= device)
+        peak = est.device_peak_bytes
+        if peak is None:  # unknown items: judge on the known part (an upper bound on the answer)
+            peak = max(p.known_bytes for p in est.phases)
+        return peak + margin <= device
+
+    return fits, unknown

@@ -131,7 +131,8 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
     extra_norms = max(0, facts.norms_per_layer - 2)   # Gemma 2/3 post-attention / post-MLP norms
     post = extra_norms * _norm(facts, t, h, c, weight_trained=full, output_saved=False)
     norms = attn_norm + mlp_norm + post
-    terms.append(f"norms {norms} B ({facts.norms_per_layer} × {facts.norm}Norm on {t}×{h})")
+    kind = "RMSNorm" if facts.norm == "rms" else "LayerNorm"
+    terms.append(f"norms {norms} B ({facts.norms_per_layer} × {kind} on {t}×{h})")
     if facts.qk_norm:
         qkn = 4 * t * (q + k) + (c * t * (q + k) if full else 0)
         norms += qkn
