@@ -124,3 +124,27 @@ def test_fit_answers_largest_concurrency():
     ans = json.loads(p.stdout)["answers"]
     conc = ans["largest concurrency at the required length"]
     assert isinstance(conc, int) and conc >= 8
+
+
+def test_fit_training_answers_are_the_boundary():
+    """The largest microbatch fits with the margin and one more does not (estimate itself)."""
+    p = run_cli("fit", "examples/llama-3.1-8b-qlora.yaml", "--card", "RTX 6000 Ada", "--format",
+                "json")
+    doc = json.loads(p.stdout)
+    mb = doc["answers"]["largest microbatch at the required sequence_length"]
+    seq = doc["answers"]["longest sequence_length at the required microbatch"]
+    assert isinstance(mb, int) and mb >= 1 and isinstance(seq, int)
+    device, margin = doc["device_bytes"], round(doc["device_bytes"] * 0.05)
+    from gpusizer.catalog.cards import require_card
+    from gpusizer.memory.estimate import estimate_memory
+    from gpusizer.pipeline import resolve_facts
+    from gpusizer.sheet import load_sheet
+    sheet = load_sheet(REPO_ROOT / "examples" / "llama-3.1-8b-qlora.yaml")
+    facts, card = resolve_facts(sheet), require_card("RTX 6000 Ada")
+
+    def peak(**kw):
+        s = sheet.model_copy(update={"training": sheet.training.model_copy(update=kw)})
+        return estimate_memory(s, facts, card=card).device_peak_bytes
+
+    assert peak(microbatch=mb) + margin <= device < peak(microbatch=mb + 1) + margin
+    assert peak(sequence_length=seq) + margin <= device < peak(sequence_length=seq + 1) + margin

@@ -85,3 +85,17 @@ def test_deepseek_v3_mla_fp8_on_8_h200_with_vllm():
     assert h200["verdict"] == "conditional"
     assert offers["example-4xh200"]["criteria"]["distribution"]["state"] == "exclude"
     assert offers["example-8xh100"]["criteria"]["memory"]["state"] == "exclude"  # weights > pool
+
+
+def test_llama31_8b_qlora(truth):
+    doc = cli_json("plan", "examples/llama-3.1-8b-qlora.yaml")
+    items = _items(doc)
+    # all-linear rank 16 on 32 layers: q 4096→4096, k and v 4096→1024, o 4096→4096,
+    # gate and up 4096→14336, down 14336→4096
+    per_layer = 16 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 3 * (4096 + 14336))
+    assert doc["model"]["trainable_parameters"] == 32 * per_layer
+    assert doc["memory"]["training"]["tokens_per_update"] == 2 * 4096 * 8
+    # paged 8-bit AdamW: adapter tensors are all < 1e5 values except the MLP ones (16 × 14336)
+    assert items["optimizer_states"]["bytes"] > 0 and items["optimizer_states_paged"]["bytes"] > 0
+    assert doc["memory"]["training"]["export_bytes"] == 32 * per_layer * 2
+    print({p["name"]: p["peak_bytes"] for p in doc["memory"]["phases"]})

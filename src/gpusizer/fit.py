@@ -45,13 +45,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     if inf is None:
         raise SheetError("fit needs an inference block (prompt_tokens, new_tokens)",
                          field="inference")
-    facts = resolve_facts(sheet, base_dir=base_dir)
-    if facts is None:
-        raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
-                         field="model.parameters")
-    device = int(card.device_bytes.value)
-    margin = sheet.margin.of(device)
-    fits, unknown = _fits_card(facts, card, device, margin)
+    facts, device, fits, unknown = _setup(sheet, card, base_dir)
 
     def with_inf(**kw) -> Sheet:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
@@ -85,13 +79,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     tr = sheet.training
     if tr is None:
         raise SheetError("fit_training needs a training block", field="training")
-    facts = resolve_facts(sheet, base_dir=base_dir)
-    if facts is None:
-        raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
-                         field="model.parameters")
-    device = int(card.device_bytes.value)
-    margin = sheet.margin.of(device)
-    fits, unknown = _fits_card(facts, card, device, margin)
+    facts, device, fits, unknown = _setup(sheet, card, base_dir)
 
     def with_tr(**kw) -> Sheet:
         return sheet.model_copy(update={"training": tr.model_copy(update=kw)})
@@ -129,6 +117,17 @@ def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[st
                      + ") were left out of the peaks")
     return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
             "answers": answers, "notes": notes}
+
+
+def _setup(sheet: Sheet, card: Card, base_dir):
+    """The model facts, the card's device bytes and the fits predicate for one sheet."""
+    facts = resolve_facts(sheet, base_dir=base_dir)
+    if facts is None:
+        raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
+                         field="model.parameters")
+    device = int(card.device_bytes.value)
+    fits, unknown = _fits_card(facts, card, device, sheet.margin.of(device))
+    return facts, device, fits, unknown
 
 
 def _fits_card(facts, card: Card, device: int, margin: int):

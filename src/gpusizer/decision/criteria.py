@@ -308,35 +308,81 @@ def memory(ctx: OfferContext) -> Criterion:
                      "memory + margin <= device bytes (gpusizer measure)", (cite_card,))
 
 
-def quality(ctx: OfferContext) -> Criterion:
-    """Quality: acceptable without a run only when criteria are declared and the offer runs the
-    reference format unchanged (CONTRACT.md)."""
+def _reference_format(ctx: OfferContext) -> str | None:
+    """The sheet's reference format, ``auto`` resolved to the checkpoint's stored format."""
     q = ctx.sheet.quality
-    if q is None:
-        return Criterion("to_confirm", "no quality criteria declared (R1)",
-                         "declare quality: a frozen corpus, a metric and max_regression")
+    assert q is not None
+    if q.reference != "auto":
+        return q.reference
     stored = ctx.estimate.stored_format if ctx.estimate else None
     if stored is None and ctx.facts is not None:
         stored = ctx.facts.stored_format
-    reference = stored if q.reference == "auto" else q.reference
+    return stored
+
+
+def quality(ctx: OfferContext) -> Criterion:
+    """Quality (R2, R10): the format the offer runs, judged on the locked criteria.
+
+    - ``acceptable`` without a run when the offer runs the reference format unchanged (nothing
+      to regress, CONTRACT.md), or when quality evidence for that very format (judged on this
+      sheet's criteria hash) shows a regression within ``max_regression``;
+    - ``exclude`` when such evidence shows a regression beyond it (any one such document);
+    - ``to_confirm`` otherwise ("format not yet evaluated"). A PyTorch round-trip
+      (``int8-roundtrip`` …) is a simulation of the format, never the kernel that runs: it is
+      reported, it does not decide.
+    """
+    q = ctx.sheet.quality
+    if q is None:
+        return Criterion("to_confirm", "no quality criteria declared (R1)",
+                         "declare quality: a frozen corpus, a metric and max_regression, then "
+                         "`gpusizer quality lock SHEET`")
+    reference = _reference_format(ctx)
     runs = ctx.estimate.weights_format if ctx.estimate else ctx.sheet.weights
     if reference is not None and runs == reference:
         return Criterion("acceptable", f"runs the reference format {reference} unchanged: nothing "
                          "to regress", None,
                          ({"document": "workload sheet", "version": "sheet quality block",
                            "scope": f"reference {reference}"},))
+    from ..evidence import quality_result
+    judged, proxies = [], []
     for doc in ctx.evidence.of_kind("quality"):
-        if doc.extra("candidate_format") == runs and doc.extra("reference_format") == reference:
-            if doc.extra("passed") is True:
-                return Criterion("acceptable", f"{runs} within tolerance of {reference}", None,
-                                 (doc.citation(),))
-            if doc.extra("passed") is False:
-                return Criterion("exclude", f"{runs} regresses beyond tolerance vs {reference}",
-                                 None, (doc.citation(),))
+        res = quality_result(doc)
+        if res.reference_format != reference:
+            continue
+        if res.candidate_format == runs:
+            judged.append((doc, res))
+        elif res.proxy_for == runs:
+            proxies.append((doc, res))
+
+    def pct(x: float) -> str:
+        return f"{100 * x:+.3g}%"
+
+    failed = [(d, r) for d, r in judged if not r.passed]
+    if failed:
+        doc, res = failed[0]
+        return Criterion("exclude", f"{runs} regresses {pct(res.regression)} on {res.metric} vs "
+                         f"{reference} ({res.reference_value:.6g} → {res.candidate_value:.6g}): "
+                         f"beyond the locked tolerance {q.max_regression:g}", None,
+                         tuple(d.citation() for d, _ in failed))
+    if judged:
+        doc, res = max(judged, key=lambda dr: dr[1].regression)
+        return Criterion("acceptable", f"{runs} within tolerance of {reference}: {res.metric} "
+                         f"{res.reference_value:.6g} → {res.candidate_value:.6g}, regression "
+                         f"{pct(res.regression)} <= {q.max_regression:g} "
+                         f"({res.candidate_implementation})", None,
+                         tuple(d.citation() for d, _ in judged))
+    note = ""
+    if proxies:
+        doc, res = proxies[0]
+        note = (f"; a {res.candidate_format} simulation regressed {pct(res.regression)} "
+                f"({'within' if res.passed else 'beyond'} tolerance) — a round-trip in "
+                "PyTorch, not the kernel that runs, so it does not decide")
     return Criterion("to_confirm", f"format {runs} not yet evaluated against the reference "
-                     f"{reference or 'unknown'}",
+                     f"{reference or 'unknown'}{note}",
                      f"evaluate {runs} vs {reference} on the frozen corpus {q.corpus} "
-                     f"({q.metric}, max_regression {q.max_regression})")
+                     f"({q.metric}, max_regression {q.max_regression:g}): `gpusizer quality "
+                     f"run SHEET --candidate {runs}` after `gpusizer quality lock SHEET`",
+                     tuple(d.citation() for d, _ in proxies))
 
 
 def distribution(ctx: OfferContext) -> Criterion:
