@@ -26,6 +26,8 @@ __all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "prefligh
 
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor")
+"""Optimizers this harness builds from torch.optim (8-bit and paged ones need bitsandbytes)."""
 ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
 """Sheet ``attention`` → transformers ``attn_implementation``."""
 
@@ -122,6 +124,25 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
             weights from a folder without safetensors.
     """
     dtype_name = target_dtype(sheet, config)
+    if sheet.task == "qlora":
+        raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
+                                      "harness runs 16/32-bit bases", field="task",
+                                      value=sheet.task)
+    if sheet.training is not None and sheet.training.optimizer not in _OPTIMIZERS:
+        raise MeasureUnsupportedError(f"optimizer {sheet.training.optimizer} needs bitsandbytes "
+                                      f"on CUDA; this harness runs {', '.join(_OPTIMIZERS)}",
+                                      field="training.optimizer",
+                                      value=sheet.training.optimizer)
+    if sheet.inference is not None and sheet.inference.engine != "transformers":
+        raise MeasureUnsupportedError("the harness runs transformers; measure vLLM from its own "
+                                      "start-up log (gpusizer estimate --card gives its split)",
+                                      field="inference.engine", value=sheet.inference.engine)
+    if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",
+                                                                              dtype_name):
+        raise MeasureUnsupportedError(f"a KV cache in {sheet.inference.kv_cache_dtype} with "
+                                      f"{dtype_name} weights is not run by this harness",
+                                      field="inference.kv_cache_dtype",
+                                      value=sheet.inference.kv_cache_dtype)
     if ATTENTION[sheet.attention] == "flash_attention_2" and device.type != "cuda":
         raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
                                       value=sheet.attention)
