@@ -35,7 +35,7 @@ import torch
 
 from .live_tensors import COUNTER as LIVE_COUNTER
 from .live_tensors import LiveTensorBytes
-from .nvml import DEVICE_COUNTER, PROCESS_COUNTER, Nvml, Reading
+from .nvml import DEVICE_COUNTER, PROCESS_COUNTER, Nvml, Reading, nvml_index
 
 __all__ = ["PhaseCounters", "DeviceCounters", "non_torch_bytes", "rss_peak_bytes", "RSS_COUNTER",
            "CUDA_FIELDS"]
@@ -170,7 +170,7 @@ class DeviceCounters:
         free, total = torch.cuda.mem_get_info(dev)
         pc.set("mem_get_info_free_bytes", free, "torch.cuda.mem_get_info()[0] (phase end)")
         pc.set("mem_get_info_total_bytes", total, "torch.cuda.mem_get_info()[1]")
-        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        index = nvml_index(dev.index if dev.index is not None else torch.cuda.current_device())
         proc = self.nvml.process_used(index)
         pc.set("nvml_used_bytes", proc.bytes, PROCESS_COUNTER + " (phase end)",
                proc.unknown_reason)

@@ -14,7 +14,7 @@ from importlib import metadata
 import torch
 
 from ..catalog.cards import lookup_card
-from .nvml import Nvml
+from .nvml import Nvml, nvml_index
 
 __all__ = ["versions", "device_identity", "MIB"]
 
@@ -50,7 +50,7 @@ def device_identity(device: torch.device, nvml: Nvml) -> dict:
                 "cuda_total_bytes": None, "unknown_reason": why, "host": platform.machine()}
     index = device.index if device.index is not None else torch.cuda.current_device()
     name = torch.cuda.get_device_name(index)
-    total = nvml.device_total(index)
+    total = nvml.device_total(nvml_index(index))
     cuda_total = int(torch.cuda.mem_get_info(index)[1])
     device_bytes = None if total.bytes is None else (total.bytes // MIB) * MIB
     card = lookup_card(name, memory_bytes=device_bytes)

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Reading", "Nvml", "open_nvml"]
+__all__ = ["Reading", "Nvml", "open_nvml", "nvml_index"]
 
 
 @dataclass(frozen=True)
@@ -127,3 +127,14 @@ def open_nvml(module: Any | None = None) -> Nvml:
     except Exception as exc:
         return Nvml(None, f"NVML did not initialise: {exc} (no NVIDIA driver on this machine?)")
     return Nvml(module)
+
+
+def nvml_index(cuda_index: int) -> int:
+    """NVML's index of CUDA device ``cuda_index``: NVML counts every GPU of the machine, CUDA only
+    those ``CUDA_VISIBLE_DEVICES`` shows (``torch.cuda._get_nvml_device_index`` maps them;
+    the CUDA index itself where that mapping is unavailable)."""
+    import torch
+    try:
+        return int(torch.cuda._get_nvml_device_index(cuda_index))
+    except (AttributeError, RuntimeError, ValueError):
+        return cuda_index
