@@ -210,8 +210,8 @@ def measurement_set_aside(doc: EvidenceDoc) -> str | None:
     """
     fault = doc.extra("injected_fault")
     if fault:
-        return f"measurement with an injected fault ({fault}): a test of the protocol, not of the " \
-               "workload"
+        return (f"measurement with an injected fault ({fault}): a test of the protocol, not of "
+                "the workload")
     for rung in doc.rungs:
         seen: set[tuple[str, int]] = set()
         for ph in rung.phases:

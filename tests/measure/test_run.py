@@ -64,7 +64,8 @@ def test_cpu_counters_are_real_and_cuda_ones_absent(inference_run):
     # later rungs reload from scratch; a few bytes of the previous rung's scalars may live on
     assert 0 <= load["cpu_live_tensor_peak_bytes"] - (2 * params + buffers) <= 64
     # prefill holds more than the weights: the KV cache of 2 × 160 tokens at least
-    kv = 2 * 2 * 2 * 160 * 2 * 8 * 2   # K and V × layers × seqs × tokens × kv heads × head_dim × bf16
+    # K and V × layers × sequences × tokens × KV heads × head_dim × bf16 bytes
+    kv = 2 * 2 * 2 * 160 * 2 * 8 * 2
     assert prefill["cpu_live_tensor_peak_bytes"] >= load["cpu_live_tensor_peak_bytes"] + kv
     for ph in (load, prefill, decode):
         assert ph["max_memory_allocated_bytes"] is None and ph["max_memory_reserved_bytes"] is None

@@ -23,7 +23,8 @@ __all__ = ["Reading", "Nvml", "open_nvml", "nvml_index"]
 
 @dataclass(frozen=True)
 class Reading:
-    """One counter reading: ``bytes`` (int) or None with ``unknown_reason``; ``counter`` names it."""
+    """One counter reading: ``bytes`` (int) or None with ``unknown_reason``; ``counter`` names
+    it."""
 
     counter: str
     bytes: int | None

@@ -75,7 +75,8 @@ def localize(phase: str, sheet: Sheet) -> Localization:
     elif phase in ("prefill", "decode") and sheet.inference is not None:
         inf = sheet.inference
         if inf.concurrency > 1:
-            alts.append(f"inference.concurrency: {inf.concurrency} → {max(inf.concurrency // 2, 1)}"
+            half = max(inf.concurrency // 2, 1)
+            alts.append(f"inference.concurrency: {inf.concurrency} → {half}"
                         " (the other sequences queue: throughput changes, the need does not)")
         if inf.kv_cache_dtype not in ("fp8",):
             alts.append("inference.kv_cache_dtype: fp8" + quality)

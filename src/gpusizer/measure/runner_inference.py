@@ -51,7 +51,8 @@ def run_inference(model, sheet: Sheet, dims: dict[str, int], phases: PhaseRunner
         PhaseFailure: a phase ran out of memory or failed.
     """
     batch, prompt, new = dims["concurrency"], dims["prompt_tokens"], dims["new_tokens"]
-    fed_batch = batch - 1 if inject and inject.at("truncate", "concurrency") and batch > 1 else batch
+    cut_batch = inject is not None and inject.at("truncate", "concurrency") and batch > 1
+    fed_batch = batch - 1 if cut_batch else batch
     fed_prompt = prompt - 1 if inject and inject.at("truncate", "prompt_tokens") else prompt
     decode_steps = new - 1 - (1 if inject and inject.at("truncate", "new_tokens") else 0)
     vocab = int(model.config.get_text_config().vocab_size)
