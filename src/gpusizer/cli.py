@@ -189,14 +189,58 @@ def simulate(sheet: SheetArg, card: CardOpt = None) -> None:
     raise typer.Exit(1)
 
 
+def _measure_module():
+    """``gpusizer.measure``, or exit 1 naming the missing package of the measure extra."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import peft  # noqa: F401
+
+        from . import measure as module
+    except ImportError as exc:
+        from .errors import MeasureExtraMissingError
+        _fail(MeasureExtraMissingError(f"the measure extra is not installed ({exc.name or exc} "
+                                       "is missing): pip install gpusizer[measure]"))
+    return module
+
+
+class Device(str, Enum):
+    cuda = "cuda"
+    cpu = "cpu"
+
+
 @app.command()
 def measure(sheet: SheetArg,
-            out: Annotated[Path, typer.Option("--out", help="folder for raw notes and evidence")],
-            random_weights: Annotated[bool, typer.Option("--random-weights")] = False) -> None:
-    """Run the ladder on a real GPU and write evidence (needs the measure extra)."""
-    typer.echo("error: `gpusizer measure` is not available in this version: the measure extra "
-               "is not built yet", err=True)
-    raise typer.Exit(1)
+            out: Annotated[Path, typer.Option("--out", help="folder for raw notes (*.jsonl) and "
+                                                           "evidence (*.json)")],
+            random_weights: Annotated[bool, typer.Option(
+                "--random-weights", help="exact architecture from config.json, random values "
+                                         "in the target dtype (no weight download)")] = False,
+            provider: Annotated[Optional[str], typer.Option(
+                "--provider", help="who rents this machine (evidence scope)")] = None,
+            image: Annotated[Optional[str], typer.Option(
+                "--image", help="the software image this runs in (evidence scope)")] = None,
+            offer_id: Annotated[Optional[str], typer.Option(
+                "--offer-id", help="the catalog offer this machine is (evidence scope)")] = None,
+            device: Annotated[Optional[Device], typer.Option(
+                "--device", help="cuda | cpu (default: cuda when available)")] = None) -> None:
+    """Run the ladder (short, typical, limit) for real and write raw notes and evidence
+    (needs the measure extra). Exit 0 when every rung passed, 1 when the ladder stopped at a
+    violation (recorded in the evidence), 2 on invalid input."""
+    module = _measure_module()
+    try:
+        result = module.run_measurement(_load(sheet), out, random_weights=random_weights,
+                                        base_dir=sheet.parent, provider=provider, image=image,
+                                        offer_id=offer_id,
+                                        device=device.value if device else None)
+    except GpusizerError as exc:
+        _fail(exc)
+    if result.evidence is None:  # ranks other than 0 write raw notes only
+        return
+    from .report.measure_summary import render_measure_summary
+    typer.echo(render_measure_summary(result.evidence, result.evidence_path), nl=False)
+    if result.evidence["stopped_at"] is not None:
+        raise typer.Exit(1)
 
 
 quality_app = typer.Typer(no_args_is_help=True, help="The quality gate: lock the criteria, then "

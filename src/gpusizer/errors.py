@@ -23,6 +23,9 @@ __all__ = [
     "LmEvalMismatchError",
     "FormatUnavailableError",
     "MissingExtraError",
+    "MeasureError",
+    "MeasureExtraMissingError",
+    "MeasureUnsupportedError",
 ]
 
 
@@ -127,3 +130,21 @@ class FormatUnavailableError(GpusizerError, RuntimeError):
 
 class MissingExtraError(GpusizerError, ImportError):
     """An optional dependency group is not installed; the message names the pip command."""
+
+
+class MeasureError(GpusizerError, RuntimeError):
+    """``gpusizer measure`` could not run the ladder (the harness itself failed, not the
+    workload: an out-of-memory of the workload is recorded as evidence, never raised)."""
+
+
+class MeasureExtraMissingError(MeasureError, MissingExtraError):
+    """The ``measure`` extra (torch, transformers, peft, nvidia-ml-py) is not installed:
+    ``pip install gpusizer[measure]``."""
+
+
+class MeasureUnsupportedError(MeasureError, ValueError):
+    """The sheet asks for something this harness cannot run on this machine (a bitsandbytes
+    format without CUDA, a placement it does not implement, a checkpoint without safetensors).
+    An input problem for this machine: exit 2."""
+
+    exit_code = 2

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .errors import EvidenceError, GpusizerError
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
-           "QualityResult", "quality_result"]
+           "QualityResult", "quality_result", "measurement_set_aside"]
 
 
 NonNegative = Annotated[int, Field(strict=True, ge=0)]
@@ -201,6 +201,29 @@ class EvidenceSet:
         return [d for d in self.docs if d.kind == kind]
 
 
+def measurement_set_aside(doc: EvidenceDoc) -> str | None:
+    """Why a ``measurement`` document must not count, or None.
+
+    Set aside: a run with an injected fault (``injected_fault``, the protocol's own tests), and
+    a run whose rungs name a phase twice on the same GPU for a one-shot phase (a corrupted or
+    merged file). Its ``sheet_sha256`` is checked by :func:`load_evidence` like every kind's.
+    """
+    fault = doc.extra("injected_fault")
+    if fault:
+        return (f"measurement with an injected fault ({fault}): a test of the protocol, not of "
+                "the workload")
+    for rung in doc.rungs:
+        seen: set[tuple[str, int]] = set()
+        for ph in rung.phases:
+            key = (ph.name, ph.gpu)
+            if ph.name in ("load", "prefill", "decode", "optimizer_step", "validation",
+                           "export") and key in seen and rung.result == "passed":
+                return (f"rung {rung.name} records phase {ph.name} twice on GPU {ph.gpu}: not one "
+                        "run (merge of several files?)")
+            seen.add(key)
+    return None
+
+
 def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
                   quality_sha256: str | None = None,
                   quality_criteria: dict | None = None) -> EvidenceSet:
@@ -243,6 +266,9 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
                                 f"{quality_sha256}: it judged other criteria"
                                 + (f" ({moved})" if moved else "")))
                 continue
+        elif doc.kind == "measurement" and (why := measurement_set_aside(doc)) is not None:
+            ignored.append((str(path), why))
+            continue
         elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
             ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
                                        f"{sheet_sha256}: it documents another workload"))

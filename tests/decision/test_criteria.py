@@ -49,9 +49,10 @@ def measurement(sheet, result="passed", executed=None, card="RTX 6000 Ada",
                        result == "oom" else None,
                        "executed": executed or {"prompt_tokens": 3072, "new_tokens": 1024,
                                                 "concurrency": 2},
-                       "phases": [{"name": "decode", "max_memory_allocated_bytes": reserved - 2**30,
+                       "phases": [{"name": name, "max_memory_allocated_bytes": reserved - 2**30,
                                    "max_memory_reserved_bytes": reserved,
-                                   "non_torch_bytes": 600 * 2**20}]}]}
+                                   "non_torch_bytes": 600 * 2**20}
+                                  for name in ("load", "prefill", "decode")]}]}
 
 
 def compat(result="passed", provider="acme", image="acme/pytorch:2.5-cuda12.4"):

@@ -90,6 +90,18 @@ def _limit_rung(ctx: OfferContext):
     return None, None
 
 
+def _oom_rung(ctx: OfferContext):
+    """The first in-scope rung that ran out of memory at dimensions no larger than required
+    (memory grows with each dimension, so the required workload saturates too)."""
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not _in_card_scope(doc, ctx):
+            continue
+        for rung in doc.rungs:
+            if rung.result == "oom" and _at_most_required(rung, ctx.required):
+                return doc, rung
+    return None, None
+
+
 def _shortfall(rung, required: dict[str, int]) -> dict[str, tuple[int | None, int]]:
     """Required dimensions the rung did not execute in full: ``{key: (executed, required)}``."""
     return {k: (rung.executed.get(k), v) for k, v in required.items()
@@ -100,6 +112,17 @@ def _at_most_required(rung, required: dict[str, int]) -> bool:
     """True when every executed dimension is at most the required one (an OOM there proves the
     required workload saturates too: memory grows with each dimension)."""
     return all(rung.executed.get(k, v) <= v for k, v in required.items())
+
+
+def _missing_phases(rung, sheet: Sheet) -> list[str]:
+    """Phases of the task's full cycle the rung recorded no counters for."""
+    from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES
+    if sheet.task == "inference":
+        need = INFERENCE_PHASES
+    else:
+        need = TRAINING_PHASES if sheet.training.export != "none" else TRAINING_PHASES[:-1]
+    seen = {p.name for p in rung.phases}
+    return [p for p in need if p not in seen]
 
 
 def workload(ctx: OfferContext) -> Criterion:
@@ -136,21 +159,52 @@ def workload(ctx: OfferContext) -> Criterion:
                      "(gpusizer measure)")
 
 
+def _own_environment(doc: EvidenceDoc, ctx: OfferContext) -> bool:
+    """The evidence was taken on this very offer, or with its provider and its image (R4)."""
+    s = doc.scope
+    return (s.offer_id is not None and s.offer_id == ctx.offer.id) or (
+        s.provider is not None and s.provider == ctx.offer.provider
+        and s.environment.image is not None and s.environment.image == ctx.offer.environment)
+
+
+def _own_environment_measurement(ctx: OfferContext) -> Criterion | None:
+    """A measurement whose limit rung ran to the end in the offer's own environment and on its
+    card verifies the combination it ran (acceptable); one that failed there for a reason other
+    than memory proves an incompatibility (exclude). A run elsewhere proves nothing here."""
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not (_own_environment(doc, ctx) and _in_card_scope(doc, ctx)):
+            continue
+        for rung in doc.rungs:
+            if rung.name != "limit":
+                continue
+            env = doc.scope.environment
+            ran = ", ".join(f"{k} {v}" for k, v in (("torch", env.torch), ("cuda", env.cuda),
+                                                     ("driver", env.driver)) if v)
+            if rung.result == "passed":
+                return Criterion("acceptable", "the workload ran to the end in the offer's own "
+                                 f"environment ({env.image or ctx.offer.id}; {ran})", None,
+                                 (doc.citation(),))
+            if rung.result == "failed":
+                return Criterion("exclude", "the workload failed (not out of memory) in the "
+                                 f"offer's own environment in phase {rung.failed_phase}", None,
+                                 (doc.citation(),))
+    return None
+
+
 def compatibility(ctx: OfferContext) -> Criterion:
     """Compatibility: verified only by a check run in the offer's own environment (R4)."""
     rules = ctx.estimate.notes if ctx.estimate else ()
     for doc in ctx.evidence.of_kind("compatibility"):
-        s = doc.scope
-        own = (s.offer_id == ctx.offer.id) or (
-            s.provider == ctx.offer.provider and s.environment.image is not None
-            and s.environment.image == ctx.offer.environment)
-        if own:
+        if _own_environment(doc, ctx):
             if doc.result == "failed":
                 return Criterion("exclude", "the compatibility check failed in the offer's own "
                                  "environment", None, (doc.citation(),))
             if doc.result == "passed":
                 return Criterion("acceptable", "the required combination was checked in the "
                                  "offer's own environment", None, (doc.citation(),))
+    measured = _own_environment_measurement(ctx)
+    if measured is not None:
+        return measured
     changes = [n for n in rules if "CC" in n]
     env = ctx.offer.environment
     reason = (f"environment {env!r} is declared at order time: a preference, not a verification "
@@ -177,10 +231,13 @@ def memory(ctx: OfferContext) -> Criterion:
     cite_card = {"document": "gpusizer card table", "version": "bundled",
                  "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
     doc, rung = _limit_rung(ctx)
-    if rung is not None and rung.result == "oom" and _at_most_required(rung, ctx.required):
-        return Criterion("exclude", f"out of memory at the required dimensions in phase "
-                         f"{rung.failed_phase or 'unknown'} on {ctx.card.name}", None,
-                         (doc.citation(),))
+    oom_doc, oom = _oom_rung(ctx)
+    if oom is not None:
+        where = "at the required dimensions" if oom.name == "limit" else \
+            f"already at the {oom.name} rung (smaller than required)"
+        return Criterion("exclude", f"out of memory {where} in phase "
+                         f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
+                         (oom_doc.citation(),))
     v = est.vllm
     if v is not None:
         if v.weights_bytes > v.budget_bytes:
@@ -195,6 +252,12 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("exclude", f"{what} = {fmt_bytes(est.lower_bound_bytes)} per GPU exceed "
                          f"the device's {fmt_bytes(device)} (a certain lower bound)", None,
                          (cite_card,))
+    missing = _missing_phases(rung, ctx.sheet) if rung is not None else []
+    if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required) \
+            and missing:
+        return Criterion("to_confirm", "the limit run passed but did not record the phases "
+                         + ", ".join(missing), "measure the full cycle (every phase of the task)",
+                         (doc.citation(),))
     if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required):
         peaks = [p for p in rung.phases]
         reserved = [p.max_memory_reserved_bytes for p in peaks]
