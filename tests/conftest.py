@@ -16,7 +16,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
+# ``GPUSIZER_SHARED`` points elsewhere when the checkout is not beside ../shared (a worktree).
+SHARED = Path(os.environ.get("GPUSIZER_SHARED", REPO_ROOT.parent / "shared"))
 EXAMPLES = REPO_ROOT / "examples"
 
 

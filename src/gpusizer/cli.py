@@ -203,14 +203,169 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
     _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
 
 
+def _measure_module():
+    """``gpusizer.measure``, or exit 1 naming the missing package of the measure extra."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        import peft  # noqa: F401
+
+        from . import measure as module
+    except ImportError as exc:
+        from .errors import MeasureExtraMissingError
+        _fail(MeasureExtraMissingError(f"the measure extra is not installed ({exc.name or exc} "
+                                       "is missing): pip install gpusizer[measure]"))
+    return module
+
+
+class Device(str, Enum):
+    cuda = "cuda"
+    cpu = "cpu"
+
+
 @app.command()
 def measure(sheet: SheetArg,
-            out: Annotated[Path, typer.Option("--out", help="folder for raw notes and evidence")],
-            random_weights: Annotated[bool, typer.Option("--random-weights")] = False) -> None:
-    """Run the ladder on a real GPU and write evidence (needs the measure extra)."""
-    typer.echo("error: `gpusizer measure` is not available in this version: the measure extra "
-               "is not built yet", err=True)
-    raise typer.Exit(1)
+            out: Annotated[Path, typer.Option("--out", help="folder for raw notes (*.jsonl) and "
+                                                           "evidence (*.json)")],
+            random_weights: Annotated[bool, typer.Option(
+                "--random-weights", help="exact architecture from config.json, random values "
+                                         "in the target dtype (no weight download)")] = False,
+            provider: Annotated[Optional[str], typer.Option(
+                "--provider", help="who rents this machine (evidence scope)")] = None,
+            image: Annotated[Optional[str], typer.Option(
+                "--image", help="the software image this runs in (evidence scope)")] = None,
+            offer_id: Annotated[Optional[str], typer.Option(
+                "--offer-id", help="the catalog offer this machine is (evidence scope)")] = None,
+            device: Annotated[Optional[Device], typer.Option(
+                "--device", help="cuda | cpu (default: cuda when available)")] = None) -> None:
+    """Run the ladder (short, typical, limit) for real and write raw notes and evidence
+    (needs the measure extra). Exit 0 when every rung passed, 1 when the ladder stopped at a
+    violation (recorded in the evidence), 2 on invalid input."""
+    module = _measure_module()
+    try:
+        result = module.run_measurement(_load(sheet), out, random_weights=random_weights,
+                                        base_dir=sheet.parent, provider=provider, image=image,
+                                        offer_id=offer_id,
+                                        device=device.value if device else None)
+    except GpusizerError as exc:
+        _fail(exc)
+    if result.evidence is None:  # ranks other than 0 write raw notes only
+        return
+    from .report.measure_summary import render_measure_summary
+    typer.echo(render_measure_summary(result.evidence, result.evidence_path), nl=False)
+    if result.evidence["stopped_at"] is not None:
+        raise typer.Exit(1)
+
+
+quality_app = typer.Typer(no_args_is_help=True, help="The quality gate: lock the criteria, then "
+                          "evaluate a format or import lm-evaluation-harness results.")
+app.add_typer(quality_app, name="quality")
+LockOpt = Annotated[Optional[Path], typer.Option(
+    "--lock", help="lock file (default: SHEET's folder, <stem>.quality-lock.json)")]
+
+
+def _lock_path(sheet: Path, lock: Optional[Path]) -> Path:
+    from .quality.criteria_lock import default_lock_path
+    return lock if lock is not None else default_lock_path(sheet)
+
+
+@quality_app.command("lock")
+def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
+    """Fix the quality criteria (reference, corpus SHA-256 and size, metric, max_regression)
+    before any comparison; an existing lock with other criteria is refused."""
+    from .quality.criteria_lock import lock_criteria
+    try:
+        r = lock_criteria(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc)
+    c = r.lock
+    typer.echo(f"{'locked' if r.created else 'already locked, unchanged'}: {r.path}\n"
+               f"  criteria_sha256 {c.criteria_sha256} at {c.locked_at}\n"
+               f"  reference {c.reference_format}; metric {c.criteria['quality']['metric']} "
+               f"({c.direction} is better); max_regression "
+               f"{c.criteria['quality']['max_regression']}"
+               f"\n  corpus {c.corpus.file}: sha256 {c.corpus.sha256}, {c.corpus.size_bytes} B, "
+               f"{c.corpus.samples} samples")
+
+
+@quality_app.command("run")
+def quality_run(sheet: SheetArg,
+                candidate: Annotated[str, typer.Option(
+                    "--candidate", help="fp32 | fp16 | bf16 | int8 | nf4 | fp4 (bitsandbytes) | "
+                                        "int8-roundtrip | int4-roundtrip (PyTorch simulation)")],
+                out: Annotated[Path, typer.Option("--out", help="folder for the per-sample "
+                                                  "outputs and the evidence")],
+                lock: LockOpt = None,
+                device: Annotated[Optional[str], typer.Option(
+                    "--device", help="cpu | cuda (default: cuda when available)")] = None) -> None:
+    """Evaluate the reference format and --candidate on the frozen corpus; write evidence
+    (needs the quality extra)."""
+    from .quality.evaluate import run_quality
+    try:
+        r = run_quality(_load(sheet), candidate=candidate, lock_path=_lock_path(sheet, lock),
+                        out_dir=out, base_dir=sheet.parent, device=device)
+    except GpusizerError as exc:
+        _fail(exc)
+    e = r.evidence
+    typer.echo(f"{e['metric']}: reference {e['reference_format']} {e['reference_value']:.6g}, "
+               f"candidate {e['candidate_format']} {e['candidate_value']:.6g}; regression "
+               f"{100 * e['regression']:+.3f}% vs max {100 * e['max_regression']:g}%: "
+               f"{'passed' if e['passed'] else 'FAILED'}"
+               + (f" (a simulation of {e['proxy_for']}: it does not decide the criterion)"
+                  if e.get("proxy_for") else "")
+               + f"\nwrote {r.evidence_file} and {r.samples_file}")
+
+
+@quality_app.command("import")
+def quality_import(sheet: SheetArg,
+                   results: Annotated[Path, typer.Argument(help="lm-evaluation-harness results "
+                                                           "JSON of the candidate format")],
+                   candidate: Annotated[str, typer.Option("--candidate",
+                                                          help="the format that was evaluated")],
+                   out: Annotated[Path, typer.Option("--out", help="folder for the evidence")],
+                   lock: LockOpt = None) -> None:
+    """Import lm-evaluation-harness results as quality evidence (task, version, n-shot and
+    sample count must match the locked reference)."""
+    from .quality.lm_eval_import import import_lm_eval
+    try:
+        doc, path = import_lm_eval(_load(sheet), results, candidate=candidate,
+                                   lock_path=_lock_path(sheet, lock), out_dir=out,
+                                   base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc)
+    typer.echo(f"{doc['metric']}: reference {doc['reference_value']:.6g}, candidate "
+               f"{doc['candidate_format']} {doc['candidate_value']:.6g}; regression "
+               f"{100 * doc['regression']:+.3f}%: {'passed' if doc['passed'] else 'FAILED'}\n"
+               f"wrote {path}")
+
+
+@app.command()
+def alternatives(sheet: SheetArg,
+                 catalog: Annotated[Optional[list[Path]], typer.Option(
+                     "--catalog", help="offers; repeatable; replaces the bundled seed "
+                                       "catalog")] = None,
+                 evidence: Annotated[Optional[Path], typer.Option(
+                     "--evidence", help="folder of evidence *.json (quality evidence decides "
+                                        "the quality risk of a lower precision)")] = None,
+                 format: Annotated[Optional[MemFmt], typer.Option("--format")] = None,
+                 out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
+    """For each offer excluded on memory: the single changes that would make it fit, each with
+    its new peak and what it puts at risk. Nothing is applied."""
+    from .decision.alternatives import run_alternatives
+    from .report.alternatives_report import alternatives_document, render_alternatives_markdown
+    try:
+        result = run_alternatives(_load(sheet), catalogs=catalog, evidence_dir=evidence,
+                                  base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc)
+    doc = alternatives_document(result)
+    fmt = _format(format, out, ("md", "json"), (sheet, *(catalog or ())))
+    if fmt == "json":
+        from .report.json_report import dumps
+        text = dumps(doc) + "\n"
+    else:
+        text = render_alternatives_markdown(doc)
+    _write(text, out)
 
 
 @app.command()

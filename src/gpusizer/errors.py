@@ -16,6 +16,16 @@ __all__ = [
     "EvidenceError",
     "HubError",
     "ModelNotFoundError",
+    "QualityError",
+    "CriteriaMovedError",
+    "CorpusError",
+    "SampleTooLongError",
+    "LmEvalMismatchError",
+    "FormatUnavailableError",
+    "MissingExtraError",
+    "MeasureError",
+    "MeasureExtraMissingError",
+    "MeasureUnsupportedError",
 ]
 
 
@@ -84,5 +94,57 @@ class HubError(GpusizerError, RuntimeError):
 class ModelNotFoundError(HubError, LookupError):
     """A ``model.id`` that cannot be resolved: not in the registry while offline, or unknown to
     the Hub (wrong id or revision). An input error: fix the id or pass ``model.path``."""
+
+    exit_code = 2
+
+
+class QualityError(GpusizerError, ValueError):
+    """The quality gate's input is invalid (no lock, no quality block, a metric the command does
+    not evaluate). An input error."""
+
+    exit_code = 2
+
+
+class CriteriaMovedError(QualityError):
+    """The sheet's quality criteria (threshold, metric, reference, corpus, model) differ from the
+    locked ones, or the frozen corpus file changed since the lock: a threshold moved after the
+    lock is refused (R2: "threshold fixed before comparing")."""
+
+
+class CorpusError(QualityError):
+    """The frozen corpus file is unreadable or a sample is malformed (line and sample named)."""
+
+
+class SampleTooLongError(CorpusError):
+    """A corpus sample is longer than the model's context window: it is never truncated."""
+
+
+class LmEvalMismatchError(EvidenceError):
+    """An lm-evaluation-harness results file does not match the locked criteria (task, version,
+    n-shot or sample count named)."""
+
+
+class FormatUnavailableError(GpusizerError, RuntimeError):
+    """A weight format cannot be evaluated here (e.g. bitsandbytes is not installed)."""
+
+
+class MissingExtraError(GpusizerError, ImportError):
+    """An optional dependency group is not installed; the message names the pip command."""
+
+
+class MeasureError(GpusizerError, RuntimeError):
+    """``gpusizer measure`` could not run the ladder (the harness itself failed, not the
+    workload: an out-of-memory of the workload is recorded as evidence, never raised)."""
+
+
+class MeasureExtraMissingError(MeasureError, MissingExtraError):
+    """The ``measure`` extra (torch, transformers, peft, nvidia-ml-py) is not installed:
+    ``pip install gpusizer[measure]``."""
+
+
+class MeasureUnsupportedError(MeasureError, ValueError):
+    """The sheet asks for something this harness cannot run on this machine (a bitsandbytes
+    format without CUDA, a placement it does not implement, a checkpoint without safetensors).
+    An input problem for this machine: exit 2."""
 
     exit_code = 2

@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import EvidenceError
+from .errors import EvidenceError, GpusizerError
 
-__all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet"]
+__all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
+           "QualityResult", "quality_result", "measurement_set_aside"]
 
 
 NonNegative = Annotated[int, Field(strict=True, ge=0)]
@@ -90,8 +91,8 @@ class EvidenceDoc(BaseModel):
             raise ValueError(f"a {self.kind} document needs result: passed or failed")
         if self.kind == "measurement" and not self.rungs:
             raise ValueError("a measurement document needs rungs (short / typical / limit)")
-        if self.kind == "quality" and not isinstance(self.extra("passed"), bool):
-            raise ValueError("a quality document needs passed: true or false")
+        if self.kind == "quality":
+            quality_result(self)
         return self
 
     def extra(self, key: str, default: Any = None) -> Any:
@@ -108,6 +109,87 @@ class EvidenceDoc(BaseModel):
                 "scope": ", ".join(parts) or "unscoped"}
 
 
+class QualityResult(BaseModel):
+    """The fields a ``quality`` document must give (``gpusizer quality run`` / ``import`` write
+    them; ``docs/evidence.md``). Other fields (per-sample file, corpus, lm-eval facts) are kept.
+
+    Attributes:
+        criteria_sha256: ``sheet.quality_sha256`` of the criteria it was judged on.
+        metric: the sheet's ``quality.metric``.
+        direction: ``lower`` or ``higher`` is better.
+        reference_format, candidate_format: the formats compared (sheet vocabulary, or
+            ``int8-roundtrip`` / ``int4-roundtrip`` for the PyTorch round-trips).
+        candidate_implementation: what produced the candidate (dtype cast, bitsandbytes,
+            round-trip, an lm-eval run).
+        proxy_for: for a round-trip, the sheet format it only approximates; it never validates
+            that format.
+        reference_value, candidate_value: the metric on the corpus.
+        regression: relative, in the worse direction (``quality.regression``).
+        max_regression: the locked tolerance.
+        passed: ``regression <= max_regression``; checked against the values.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    criteria_sha256: str
+    metric: str
+    direction: Literal["lower", "higher"]
+    reference_format: str
+    candidate_format: str
+    candidate_implementation: str
+    proxy_for: str | None = None
+    reference_value: float
+    candidate_value: float
+    regression: float
+    max_regression: Annotated[float, Field(ge=0)]
+    passed: bool
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "QualityResult":
+        from .quality.regression import relative_regression, within_tolerance
+        try:
+            reg = relative_regression(self.reference_value, self.candidate_value, self.direction)
+        except GpusizerError as exc:
+            raise ValueError(exc.reason) from None
+        if abs(reg - self.regression) > 1e-9 * max(1.0, abs(reg)):
+            raise ValueError(f"regression {self.regression!r} does not follow from "
+                             f"reference_value {self.reference_value!r} and candidate_value "
+                             f"{self.candidate_value!r} ({self.direction} is better): {reg!r}")
+        if within_tolerance(reg, self.max_regression) != self.passed:
+            raise ValueError(f"passed {self.passed} contradicts regression {reg!r} vs "
+                             f"max_regression {self.max_regression!r}")
+        return self
+
+
+def quality_result(doc: "EvidenceDoc") -> QualityResult:
+    """The quality fields of a ``quality`` document (ValueError when missing or inconsistent)."""
+    try:
+        return QualityResult.model_validate(doc.model_extra or {})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"a quality document {('field ' + loc + ': ') if loc else ''}{msg}"
+                         ) from None
+
+
+def _moved_criteria(judged: Any, now: dict | None) -> str:
+    """``quality.max_regression: judged on 0.02, sheet now 0.05; …`` (empty when unknown)."""
+    if not isinstance(judged, dict) or not isinstance(now, dict):
+        return ""
+
+    def flat(d: Any, prefix: str = "") -> dict:
+        if not isinstance(d, dict):
+            return {prefix: d}
+        out: dict = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+
+    a, b = flat(judged), flat(now)
+    return "; ".join(f"{k}: judged on {a.get(k)!r}, sheet now {b.get(k)!r}"
+                     for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+
+
 @dataclass(frozen=True)
 class EvidenceSet:
     """Evidence of one plan: the documents that match the sheet, and those set aside (with why)."""
@@ -119,8 +201,32 @@ class EvidenceSet:
         return [d for d in self.docs if d.kind == kind]
 
 
+def measurement_set_aside(doc: EvidenceDoc) -> str | None:
+    """Why a ``measurement`` document must not count, or None.
+
+    Set aside: a run with an injected fault (``injected_fault``, the protocol's own tests), and
+    a run whose rungs name a phase twice on the same GPU for a one-shot phase (a corrupted or
+    merged file). Its ``sheet_sha256`` is checked by :func:`load_evidence` like every kind's.
+    """
+    fault = doc.extra("injected_fault")
+    if fault:
+        return (f"measurement with an injected fault ({fault}): a test of the protocol, not of "
+                "the workload")
+    for rung in doc.rungs:
+        seen: set[tuple[str, int]] = set()
+        for ph in rung.phases:
+            key = (ph.name, ph.gpu)
+            if ph.name in ("load", "prefill", "decode", "optimizer_step", "validation",
+                           "export") and key in seen and rung.result == "passed":
+                return (f"rung {rung.name} records phase {ph.name} twice on GPU {ph.gpu}: not one "
+                        "run (merge of several files?)")
+            seen.add(key)
+    return None
+
+
 def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
-                  quality_sha256: str | None = None) -> EvidenceSet:
+                  quality_sha256: str | None = None,
+                  quality_criteria: dict | None = None) -> EvidenceSet:
     """Read every ``*.json`` in ``directory``.
 
     Evidence whose ``sheet_sha256`` differs from the plan's is set aside with the reason (it
@@ -154,10 +260,15 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
         if doc.kind == "quality":
             if doc.sheet_sha256 != sheet_sha256 and (
                     quality_sha256 is None or doc.extra("criteria_sha256") != quality_sha256):
+                moved = _moved_criteria(doc.extra("criteria"), quality_criteria)
                 ignored.append((str(path), "quality evidence matches neither this sheet's "
                                 f"sha256 {sheet_sha256} nor its quality criteria's "
-                                f"{quality_sha256}: it judged other criteria"))
+                                f"{quality_sha256}: it judged other criteria"
+                                + (f" ({moved})" if moved else "")))
                 continue
+        elif doc.kind == "measurement" and (why := measurement_set_aside(doc)) is not None:
+            ignored.append((str(path), why))
+            continue
         elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
             ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
                                        f"{sheet_sha256}: it documents another workload"))

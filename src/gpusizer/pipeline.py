@@ -21,7 +21,7 @@ from .memory.estimate import estimate_memory
 from .memory.items import MemoryEstimate
 from .memory.weights import dense_bytes, weight_breakdown
 from .model.facts import ModelFacts
-from .sheet import Sheet, quality_sha256, sheet_sha256
+from .sheet import Sheet, quality_criteria, quality_sha256, sheet_sha256
 
 __all__ = ["resolve_facts", "EstimateResult", "run_estimate", "run_simulate", "PlanResult", "run_plan",
            "required_dimensions", "checkpoint_bytes"]
@@ -206,7 +206,8 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         from .errors import CatalogError
         raise CatalogError("the catalog(s) gave no offer to classify: expected at least one row",
                            field="--catalog", value=[str(c) for c in catalogs or ()])
-    evidence = load_evidence(evidence_dir, sheet_sha256=sha, quality_sha256=quality_sha256(sheet))
+    evidence = load_evidence(evidence_dir, sheet_sha256=sha, quality_sha256=quality_sha256(sheet),
+                             quality_criteria=quality_criteria(sheet))
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}

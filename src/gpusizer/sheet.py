@@ -23,7 +23,7 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
     "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "load_sheet", "parse_sheet",
-    "sheet_sha256", "canonical_json", "quality_sha256",
+    "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
 ]
 
 WEIGHT_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4", "gptq-int4",
@@ -419,13 +419,24 @@ def canonical_json(sheet: Sheet) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def quality_sha256(sheet: Sheet) -> str | None:
-    """SHA-256 of the quality block's canonical JSON (the criteria quality evidence must match),
-    or None without a quality block."""
+def quality_criteria(sheet: Sheet) -> dict | None:
+    """The quality criteria quality evidence is judged on: the model (id / path / parameters and
+    revision: a result on another model proves nothing here) and the quality block, defaults
+    filled in; None without a quality block. The weight format is not part of it: the criteria
+    stay fixed while candidate formats are compared."""
     if sheet.quality is None:
         return None
-    data = json.dumps(sheet.quality.model_dump(mode="json"), sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False)
+    return {"model": sheet.model.model_dump(mode="json"),
+            "quality": sheet.quality.model_dump(mode="json")}
+
+
+def quality_sha256(sheet: Sheet) -> str | None:
+    """SHA-256 of :func:`quality_criteria` as canonical JSON (sorted keys, no spaces): the hash
+    quality evidence must carry as ``criteria_sha256``; None without a quality block."""
+    criteria = quality_criteria(sheet)
+    if criteria is None:
+        return None
+    data = json.dumps(criteria, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 
 

@@ -49,9 +49,10 @@ def measurement(sheet, result="passed", executed=None, card="RTX 6000 Ada",
                        result == "oom" else None,
                        "executed": executed or {"prompt_tokens": 3072, "new_tokens": 1024,
                                                 "concurrency": 2},
-                       "phases": [{"name": "decode", "max_memory_allocated_bytes": reserved - 2**30,
+                       "phases": [{"name": name, "max_memory_allocated_bytes": reserved - 2**30,
                                    "max_memory_reserved_bytes": reserved,
-                                   "non_torch_bytes": 600 * 2**20}]}]}
+                                   "non_torch_bytes": 600 * 2**20}
+                                  for name in ("load", "prefill", "decode")]}]}
 
 
 def compat(result="passed", provider="acme", image="acme/pytorch:2.5-cuda12.4"):
@@ -150,6 +151,18 @@ def test_budget_and_schedule(tmp_path):
     assert states(r, "spot")[0]["budget"] == "to_confirm"
 
 
+def quality_doc(sheet, candidate="nf4", reference="bf16", ref=10.0, cand=10.5,
+                max_regression=0.02, **extra):
+    """A quality evidence document as `gpusizer quality run` writes it (perplexity)."""
+    reg = (cand - ref) / ref
+    return {"kind": "quality", "document": "q.samples.jsonl", "version": "gpusizer 0.1.0",
+            "criteria_sha256": quality_sha256(parse_sheet(sheet)), "metric": "perplexity",
+            "direction": "lower", "reference_format": reference, "candidate_format": candidate,
+            "candidate_implementation": "test", "reference_value": ref, "candidate_value": cand,
+            "regression": reg, "max_regression": max_regression,
+            "passed": reg <= max_regression, **extra}
+
+
 def test_quality(tmp_path):
     no_q = {k: v for k, v in SHEET.items() if k != "quality"}
     st, d = states(plan(tmp_path, [FULL_OFFER], sheet=no_q), "full")
@@ -158,16 +171,32 @@ def test_quality(tmp_path):
     nf4 = {**SHEET, "weights": "nf4"}
     st, d = states(plan(tmp_path, [FULL_OFFER], sheet=nf4), "full")
     assert st["quality"] == "to_confirm" and "nf4 not yet evaluated" in d.criteria["quality"].reason
-    q = {"kind": "quality", "document": "q.json", "version": "1", "candidate_format": "nf4",
-         "reference_format": "bf16", "passed": False,
-         "criteria_sha256": quality_sha256(parse_sheet(nf4))}
-    assert states(plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[q]), "full")[0]["quality"] \
-        == "exclude"
+    q = quality_doc(nf4, cand=10.5)  # +5 % perplexity > 2 %
+    st, d = states(plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[q]), "full")
+    assert st["quality"] == "exclude" and "+5%" in d.criteria["quality"].reason
+    ok = quality_doc(nf4, cand=10.1)  # +1 %
+    st, d = states(plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[ok]), "full")
+    assert st["quality"] == "acceptable" and "+1%" in d.criteria["quality"].reason
     # evidence judged against other criteria (another corpus) does not count
-    other = {**q, "passed": True, "criteria_sha256": "0" * 64}
+    other = {**ok, "criteria_sha256": "0" * 64}
     r = plan(tmp_path, [FULL_OFFER], sheet=nf4, evidence=[other])
     assert states(r, "full")[0]["quality"] == "to_confirm"
     assert "other criteria" in r.evidence.ignored[0][1]
+
+
+def test_quality_when_the_card_forces_a_lower_precision(tmp_path):
+    """A T4 has no bf16: the offer runs fp16, another format than the reference (bf16), so
+    quality stays to_confirm until fp16 has evidence on the locked criteria."""
+    t4 = {**FULL_OFFER, "id": "t4", "card": "T4"}
+    st, d = states(plan(tmp_path, [t4]), "t4")
+    assert d.estimate.weights_format == "fp16"
+    assert st["quality"] == "to_confirm"
+    assert "format fp16 not yet evaluated against the reference bf16" in \
+        d.criteria["quality"].reason
+    q = quality_doc(SHEET, candidate="fp16", cand=10.02)  # +0.2 %
+    st, d = states(plan(tmp_path, [t4], evidence=[q]), "t4")
+    assert st["quality"] == "acceptable" and "fp16 within tolerance of bf16" in \
+        d.criteria["quality"].reason
 
 
 def test_unknown_card_is_never_guessed(tmp_path):

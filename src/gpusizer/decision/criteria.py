@@ -92,6 +92,18 @@ def _limit_rung(ctx: OfferContext):
     return None, None
 
 
+def _oom_rung(ctx: OfferContext):
+    """The first in-scope rung that ran out of memory at dimensions no larger than required
+    (memory grows with each dimension, so the required workload saturates too)."""
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not _in_card_scope(doc, ctx):
+            continue
+        for rung in doc.rungs:
+            if rung.result == "oom" and _at_most_required(rung, ctx.required):
+                return doc, rung
+    return None, None
+
+
 def _shortfall(rung, required: dict[str, int]) -> dict[str, tuple[int | None, int]]:
     """Required dimensions the rung did not execute in full: ``{key: (executed, required)}``."""
     return {k: (rung.executed.get(k), v) for k, v in required.items()
@@ -102,6 +114,17 @@ def _at_most_required(rung, required: dict[str, int]) -> bool:
     """True when every executed dimension is at most the required one (an OOM there proves the
     required workload saturates too: memory grows with each dimension)."""
     return all(rung.executed.get(k, v) <= v for k, v in required.items())
+
+
+def _missing_phases(rung, sheet: Sheet) -> list[str]:
+    """Phases of the task's full cycle the rung recorded no counters for."""
+    from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES
+    if sheet.task == "inference":
+        need = INFERENCE_PHASES
+    else:
+        need = TRAINING_PHASES if sheet.training.export != "none" else TRAINING_PHASES[:-1]
+    seen = {p.name for p in rung.phases}
+    return [p for p in need if p not in seen]
 
 
 def workload(ctx: OfferContext) -> Criterion:
@@ -138,21 +161,52 @@ def workload(ctx: OfferContext) -> Criterion:
                      "(gpusizer measure)")
 
 
+def _own_environment(doc: EvidenceDoc, ctx: OfferContext) -> bool:
+    """The evidence was taken on this very offer, or with its provider and its image (R4)."""
+    s = doc.scope
+    return (s.offer_id is not None and s.offer_id == ctx.offer.id) or (
+        s.provider is not None and s.provider == ctx.offer.provider
+        and s.environment.image is not None and s.environment.image == ctx.offer.environment)
+
+
+def _own_environment_measurement(ctx: OfferContext) -> Criterion | None:
+    """A measurement whose limit rung ran to the end in the offer's own environment and on its
+    card verifies the combination it ran (acceptable); one that failed there for a reason other
+    than memory proves an incompatibility (exclude). A run elsewhere proves nothing here."""
+    for doc in ctx.evidence.of_kind("measurement"):
+        if not (_own_environment(doc, ctx) and _in_card_scope(doc, ctx)):
+            continue
+        for rung in doc.rungs:
+            if rung.name != "limit":
+                continue
+            env = doc.scope.environment
+            ran = ", ".join(f"{k} {v}" for k, v in (("torch", env.torch), ("cuda", env.cuda),
+                                                     ("driver", env.driver)) if v)
+            if rung.result == "passed":
+                return Criterion("acceptable", "the workload ran to the end in the offer's own "
+                                 f"environment ({env.image or ctx.offer.id}; {ran})", None,
+                                 (doc.citation(),))
+            if rung.result == "failed":
+                return Criterion("exclude", "the workload failed (not out of memory) in the "
+                                 f"offer's own environment in phase {rung.failed_phase}", None,
+                                 (doc.citation(),))
+    return None
+
+
 def compatibility(ctx: OfferContext) -> Criterion:
     """Compatibility: verified only by a check run in the offer's own environment (R4)."""
     rules = ctx.estimate.notes if ctx.estimate else ()
     for doc in ctx.evidence.of_kind("compatibility"):
-        s = doc.scope
-        own = (s.offer_id == ctx.offer.id) or (
-            s.provider == ctx.offer.provider and s.environment.image is not None
-            and s.environment.image == ctx.offer.environment)
-        if own:
+        if _own_environment(doc, ctx):
             if doc.result == "failed":
                 return Criterion("exclude", "the compatibility check failed in the offer's own "
                                  "environment", None, (doc.citation(),))
             if doc.result == "passed":
                 return Criterion("acceptable", "the required combination was checked in the "
                                  "offer's own environment", None, (doc.citation(),))
+    measured = _own_environment_measurement(ctx)
+    if measured is not None:
+        return measured
     changes = [n for n in rules if "CC" in n]
     env = ctx.offer.environment
     reason = (f"environment {env!r} is declared at order time: a preference, not a verification "
@@ -179,10 +233,13 @@ def memory(ctx: OfferContext) -> Criterion:
     cite_card = {"document": "gpusizer card table", "version": "bundled",
                  "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
     doc, rung = _limit_rung(ctx)
-    if rung is not None and rung.result == "oom" and _at_most_required(rung, ctx.required):
-        return Criterion("exclude", f"out of memory at the required dimensions in phase "
-                         f"{rung.failed_phase or 'unknown'} on {ctx.card.name}", None,
-                         (doc.citation(),))
+    oom_doc, oom = _oom_rung(ctx)
+    if oom is not None:
+        where = "at the required dimensions" if oom.name == "limit" else \
+            f"already at the {oom.name} rung (smaller than required)"
+        return Criterion("exclude", f"out of memory {where} in phase "
+                         f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
+                         (oom_doc.citation(),))
     v = est.vllm
     if v is not None:
         if v.weights_bytes > v.budget_bytes:
@@ -197,6 +254,12 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("exclude", f"{what} = {fmt_bytes(est.lower_bound_bytes)} per GPU exceed "
                          f"the device's {fmt_bytes(device)} (a certain lower bound)", None,
                          (cite_card,))
+    missing = _missing_phases(rung, ctx.sheet) if rung is not None else []
+    if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required) \
+            and missing:
+        return Criterion("to_confirm", "the limit run passed but did not record the phases "
+                         + ", ".join(missing), "measure the full cycle (every phase of the task)",
+                         (doc.citation(),))
     if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required):
         peaks = [p for p in rung.phases]
         reserved = [p.max_memory_reserved_bytes for p in peaks]
@@ -261,35 +324,81 @@ def _simulated_text(sim: MemoryEstimate, est: MemoryEstimate, device: int, margi
             f"estimated {fmt_bytes(est.device_peak_bytes)}")
 
 
-def quality(ctx: OfferContext) -> Criterion:
-    """Quality: acceptable without a run only when criteria are declared and the offer runs the
-    reference format unchanged (CONTRACT.md)."""
+def _reference_format(ctx: OfferContext) -> str | None:
+    """The sheet's reference format, ``auto`` resolved to the checkpoint's stored format."""
     q = ctx.sheet.quality
-    if q is None:
-        return Criterion("to_confirm", "no quality criteria declared (R1)",
-                         "declare quality: a frozen corpus, a metric and max_regression")
+    assert q is not None
+    if q.reference != "auto":
+        return q.reference
     stored = ctx.estimate.stored_format if ctx.estimate else None
     if stored is None and ctx.facts is not None:
         stored = ctx.facts.stored_format
-    reference = stored if q.reference == "auto" else q.reference
+    return stored
+
+
+def quality(ctx: OfferContext) -> Criterion:
+    """Quality (R2, R10): the format the offer runs, judged on the locked criteria.
+
+    - ``acceptable`` without a run when the offer runs the reference format unchanged (nothing
+      to regress, CONTRACT.md), or when quality evidence for that very format (judged on this
+      sheet's criteria hash) shows a regression within ``max_regression``;
+    - ``exclude`` when such evidence shows a regression beyond it (any one such document);
+    - ``to_confirm`` otherwise ("format not yet evaluated"). A PyTorch round-trip
+      (``int8-roundtrip`` …) is a simulation of the format, never the kernel that runs: it is
+      reported, it does not decide.
+    """
+    q = ctx.sheet.quality
+    if q is None:
+        return Criterion("to_confirm", "no quality criteria declared (R1)",
+                         "declare quality: a frozen corpus, a metric and max_regression, then "
+                         "`gpusizer quality lock SHEET`")
+    reference = _reference_format(ctx)
     runs = ctx.estimate.weights_format if ctx.estimate else ctx.sheet.weights
     if reference is not None and runs == reference:
         return Criterion("acceptable", f"runs the reference format {reference} unchanged: nothing "
                          "to regress", None,
                          ({"document": "workload sheet", "version": "sheet quality block",
                            "scope": f"reference {reference}"},))
+    from ..evidence import quality_result
+    judged, proxies = [], []
     for doc in ctx.evidence.of_kind("quality"):
-        if doc.extra("candidate_format") == runs and doc.extra("reference_format") == reference:
-            if doc.extra("passed") is True:
-                return Criterion("acceptable", f"{runs} within tolerance of {reference}", None,
-                                 (doc.citation(),))
-            if doc.extra("passed") is False:
-                return Criterion("exclude", f"{runs} regresses beyond tolerance vs {reference}",
-                                 None, (doc.citation(),))
+        res = quality_result(doc)
+        if res.reference_format != reference:
+            continue
+        if res.candidate_format == runs:
+            judged.append((doc, res))
+        elif res.proxy_for == runs:
+            proxies.append((doc, res))
+
+    def pct(x: float) -> str:
+        return f"{100 * x:+.3g}%"
+
+    failed = [(d, r) for d, r in judged if not r.passed]
+    if failed:
+        doc, res = failed[0]
+        return Criterion("exclude", f"{runs} regresses {pct(res.regression)} on {res.metric} vs "
+                         f"{reference} ({res.reference_value:.6g} → {res.candidate_value:.6g}): "
+                         f"beyond the locked tolerance {q.max_regression:g}", None,
+                         tuple(d.citation() for d, _ in failed))
+    if judged:
+        doc, res = max(judged, key=lambda dr: dr[1].regression)
+        return Criterion("acceptable", f"{runs} within tolerance of {reference}: {res.metric} "
+                         f"{res.reference_value:.6g} → {res.candidate_value:.6g}, regression "
+                         f"{pct(res.regression)} <= {q.max_regression:g} "
+                         f"({res.candidate_implementation})", None,
+                         tuple(d.citation() for d, _ in judged))
+    note = ""
+    if proxies:
+        doc, res = proxies[0]
+        note = (f"; a {res.candidate_format} simulation regressed {pct(res.regression)} "
+                f"({'within' if res.passed else 'beyond'} tolerance) — a round-trip in "
+                "PyTorch, not the kernel that runs, so it does not decide")
     return Criterion("to_confirm", f"format {runs} not yet evaluated against the reference "
-                     f"{reference or 'unknown'}",
+                     f"{reference or 'unknown'}{note}",
                      f"evaluate {runs} vs {reference} on the frozen corpus {q.corpus} "
-                     f"({q.metric}, max_regression {q.max_regression})")
+                     f"({q.metric}, max_regression {q.max_regression:g}): `gpusizer quality "
+                     f"run SHEET --candidate {runs}` after `gpusizer quality lock SHEET`",
+                     tuple(d.citation() for d, _ in proxies))
 
 
 def distribution(ctx: OfferContext) -> Criterion:

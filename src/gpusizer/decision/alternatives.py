@@ -1,0 +1,386 @@
+"""One change at a time after an overload (R10, R13): ``gpusizer alternatives SHEET``.
+
+For every offer whose memory criterion is ``exclude`` — and every offer whose estimated device
+peak + margin exceeds its card (memory ``to_confirm``, labelled so) — each single change that
+would make the workload fit: a bigger card, a shorter cache (only when
+``inference.length_negotiable``), a smaller microbatch with more accumulation (same effective
+batch), a lower-precision format, gradient checkpointing — with its new peak
+(``estimate_memory`` re-run on the one-change sheet, against the card) and what it puts at risk
+(quality, coverage, throughput). Nothing is applied: the sheet stays the user's; a change that
+does not fit, or cannot be tried, is listed with why.
+
+fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``
+⇔ vLLM starts and its pool holds every required sequence. An estimate with items of unknown size
+cannot say "fits" (``fits`` is None). No torch here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..catalog.types import Card
+from ..errors import SheetError
+from ..memory.estimate import estimate_memory
+from ..memory.items import MemoryEstimate
+from ..model.facts import ModelFacts
+from ..sheet import Sheet
+from ..units import fmt_bytes
+from .criteria import OfferContext, quality
+from .verdict import OfferDecision
+
+__all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit",
+           "offer_alternatives", "run_alternatives", "LOWER_FORMATS"]
+
+LOWER_FORMATS: dict[str, tuple[str, ...]] = {
+    "fp32": ("bf16", "fp16", "int8", "nf4"),
+    "bf16": ("int8", "nf4"),
+    "fp16": ("int8", "nf4"),
+    "fp8": ("nf4",),
+    "int8": ("nf4",),
+}
+"""Lower-precision formats tried, highest precision first (bitsandbytes int8 / nf4 are the
+formats transformers produces at load from a 16/32-bit checkpoint)."""
+
+_BNB = {"int8", "nf4", "fp4"}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A one-change sheet against one card.
+
+    Attributes:
+        estimate: the estimate on the card (None when the sheet cannot be estimated).
+        device_bytes, margin_bytes: the card's nvidia-smi total and the sheet's margin.
+        fits: True / False, or None when an item of unknown size leaves the peak unknown.
+        reason: the comparison in words.
+    """
+
+    estimate: MemoryEstimate | None
+    device_bytes: int
+    margin_bytes: int
+    fits: bool | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One single change that makes the workload fit (never applied).
+
+    Attributes:
+        change: ``bigger_card`` | ``shorter_cache`` | ``smaller_microbatch`` |
+            ``lower_precision`` | ``gradient_checkpointing``.
+        summary: the change in words.
+        sheet_changes: dotted sheet keys → new values (empty for a card change).
+        card: the card the new peak is computed against; device_bytes its total.
+        peak_bytes, device_peak_bytes: the one-change sheet's estimate on that card.
+        fits: True, or None when unknown items leave it open; reason: the comparison.
+        risks: ``quality`` / ``coverage`` / ``throughput`` (and ``budget`` for a card) → text.
+        quality_state: the quality criterion on the one-change sheet (lower precision), else None.
+        offers: catalog offers with that card (bigger card).
+    """
+
+    change: str
+    summary: str
+    sheet_changes: dict
+    card: str
+    device_bytes: int
+    peak_bytes: int | None
+    device_peak_bytes: int | None
+    fits: bool | None
+    reason: str
+    risks: dict[str, str]
+    quality_state: str | None = None
+    offers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OfferAlternatives:
+    """An offer that does not fit, its single changes, and the changes that do not help.
+
+    ``memory_state`` is ``exclude`` (a certain overflow) or ``to_confirm`` (the estimated
+    device peak + margin exceeds the card: an estimated overload, not a proof)."""
+
+    offer_id: str
+    card: str | None
+    memory_reason: str
+    alternatives: tuple[Alternative, ...]
+    not_offered: tuple[tuple[str, str], ...]
+    memory_state: str = "exclude"
+
+
+@dataclass
+class AlternativesResult:
+    """``gpusizer alternatives``: the plan it starts from and each excluded offer's changes."""
+
+    plan: object
+    offers: list[OfferAlternatives] = field(default_factory=list)
+
+
+def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
+    """Estimate ``sheet`` on ``card`` and say whether it fits with the sheet's margin."""
+    device = int(card.device_bytes.value)
+    margin = sheet.margin.of(device)
+    try:
+        est = estimate_memory(sheet, facts, card=card)
+    except SheetError as exc:
+        return Fit(None, device, margin, False, f"cannot be estimated: {exc.reason}")
+    v = est.vllm
+    if v is not None:
+        need = sheet.inference.concurrency
+        ok = (bool(v.starts) and v.weights_bytes <= v.budget_bytes
+              and v.sequences_held is not None and v.sequences_held >= need)
+        return Fit(est, device, margin, ok,
+                   f"vLLM pool {fmt_bytes(v.budget_bytes)} holds {v.sequences_held} whole "
+                   f"sequence(s) {'>=' if ok else '<'} {need} required")
+    if est.lower_bound_bytes > device:
+        return Fit(est, device, margin, False, f"lower bound {fmt_bytes(est.lower_bound_bytes)} "
+                   f"> device {fmt_bytes(device)}")
+    if est.device_peak_bytes is None:
+        unknown = sorted({n for p in est.phases for n in p.unknown_items}) or ["phases"]
+        return Fit(est, device, margin, None, "peak unknown: items of unknown size ("
+                   + ", ".join(unknown) + f"); known lower bound "
+                   f"{fmt_bytes(est.lower_bound_bytes)} <= device {fmt_bytes(device)}")
+    ok = est.device_peak_bytes + margin <= device
+    return Fit(est, device, margin, ok, f"estimated device peak {fmt_bytes(est.device_peak_bytes)}"
+               f" + margin {fmt_bytes(margin)} {'<=' if ok else '>'} device {fmt_bytes(device)}")
+
+
+def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
+         risks: dict[str, str], **kw) -> Alternative:
+    est = fit.estimate
+    return Alternative(change, summary, sheet_changes, card.name, fit.device_bytes,
+                       est.peak_bytes if est else None, est.device_peak_bytes if est else None,
+                       fit.fits, fit.reason, risks, **kw)
+
+
+def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Largest n in [lo, hi] with ok(n) (ok monotone decreasing), None if ok(lo) fails."""
+    if lo > hi or not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
+    from ..catalog.cards import all_cards
+    here = int(d.card.device_bytes.value)
+    bigger = sorted((c for c in all_cards() if int(c.device_bytes.value) > here),
+                    key=lambda c: int(c.device_bytes.value))
+    last = None
+    for c in bigger:
+        fit = check_fit(sheet, facts, c)
+        last = (c, fit)
+        if fit.fits is False:
+            continue
+        fmt = fit.estimate.weights_format if fit.estimate else runs
+        offers = tuple(x.offer.id for x in decisions if x.card is not None
+                       and x.card.name == c.name)
+        larger = [x for x in decisions if x.card is not None and x.offer.id not in offers
+                  and int(x.card.device_bytes.value) > here]
+        fitting = [f"{x.offer.id} ({x.card.name})" for x in larger
+                   if check_fit(sheet, facts, x.card).fits is True]
+        risks = {"quality": "none: same format" if fmt == runs else
+                 f"the card's rules run {fmt} instead of {runs}: quality to confirm",
+                 "coverage": "none: the same workload",
+                 "throughput": "another card: speed differs (prices say nothing about speed)",
+                 "budget": (("catalog offers with this card: " + ", ".join(offers)) if offers
+                            else "no offer in the catalog has this card")
+                           + ("; catalog offers on other larger cards that fit: "
+                              + ", ".join(fitting) if fitting else "")}
+        if c.device_bytes.status != "confirmed":
+            risks["coverage"] += ("; the card's device bytes are to confirm "
+                                  f"({c.device_bytes.source})")
+        return _alt("bigger_card", f"a {c.name} ({fmt_bytes(int(c.device_bytes.value))}) instead "
+                    f"of the {d.card.name}", {}, c, fit, risks, offers=offers), None
+    if last is None:
+        return None, f"no card in the card table is larger than the {d.card.name}"
+    return None, (f"no single card in the card table fits; the largest, {last[0].name}: "
+                  f"{last[1].reason}")
+
+
+def _shorter_cache(sheet, facts, card):
+    inf = sheet.inference
+    if inf is None or facts is None:
+        return None, "no inference block with an architecture: there is no KV cache to shorten"
+    if not inf.length_negotiable:
+        return None, ("inference.length_negotiable is false: the required length "
+                      f"{inf.tokens_per_sequence} tokens stays (R1, R10)")
+    total = inf.tokens_per_sequence
+
+    def shape(t: int) -> tuple[int, int]:
+        new = max(1, round(t * inf.new_tokens / total))
+        return max(1, t - new), new
+
+    def one(t: int) -> Sheet:
+        p, n = shape(t)
+        return sheet.model_copy(update={"inference": inf.model_copy(
+            update={"prompt_tokens": p, "new_tokens": n})})
+
+    best = _largest(2, total - 1, lambda t: check_fit(one(t), facts, card).fits is True)
+    if best is None:
+        return None, "not even 2 tokens per sequence fit"
+    p, n = shape(best)
+    fit = check_fit(one(best), facts, card)
+    return _alt("shorter_cache", f"{best} tokens per sequence (prompt {p} + new {n}) instead of "
+                f"{total} ({inf.prompt_tokens} + {inf.new_tokens}), same prompt:new ratio",
+                {"inference.prompt_tokens": p, "inference.new_tokens": n}, card, fit,
+                {"quality": f"outputs longer than {n} tokens are cut",
+                 "coverage": f"prompts over {p} tokens are no longer served: a shorter context "
+                             "is not the same need unless it really is negotiable (R1)",
+                 "throughput": "none (less work per sequence)"}), None
+
+
+def _smaller_microbatch(sheet, facts, card):
+    t = sheet.training
+    if t is None:
+        return None, "inference: there is no microbatch (concurrency is the workload, R1)"
+    effective = t.microbatch * t.gradient_accumulation
+    candidates = [m for m in range(t.microbatch - 1, 0, -1) if effective % m == 0]
+    if not candidates:
+        return None, "microbatch is already 1"
+    unknown, last = None, ""
+    for m in candidates:  # largest first: the least extra accumulation
+        one = sheet.model_copy(update={"training": t.model_copy(update={
+            "microbatch": m, "gradient_accumulation": effective // m})})
+        fit = check_fit(one, facts, card)
+        if fit.fits is True:
+            return _alt("smaller_microbatch", f"microbatch {m} × accumulation {effective // m} "
+                        f"instead of {t.microbatch} × {t.gradient_accumulation} (effective batch "
+                        f"{effective} kept)", {"training.microbatch": m,
+                                               "training.gradient_accumulation": effective // m},
+                        card, fit,
+                        {"quality": f"none expected: the same effective batch {effective}, "
+                                    "updates stay comparable (R12); sums differ in rounding only",
+                         "coverage": "none: the same sequences and sequence length",
+                         "throughput": f"{effective // m} micro-steps per update instead of "
+                                       f"{t.gradient_accumulation}: smaller matmuls, slower "
+                                       "steps"}), None
+        if fit.fits is None:
+            unknown = fit.reason
+        last = fit.reason
+    if unknown:
+        return None, f"cannot tell: {unknown}"
+    return None, f"even microbatch {candidates[-1]} does not fit: {last}"
+
+
+def _lower_precision(sheet, facts, card, ctx_of, runs: str):
+    task = sheet.task
+    if task == "full":
+        return [], ["full fine-tuning trains the weights themselves: a lower-precision base is "
+                    "another task"]
+    if task == "qlora":
+        return [], ["qlora already runs a 4-bit base"]
+    tries = LOWER_FORMATS.get(runs, ())
+    if not tries:
+        return [], [f"{runs} has no lower-precision format gpusizer sizes at load"]
+    out, why = [], []
+    bf16_ok = getattr(card, "bf16", True)
+    for fmt in tries:
+        if fmt == "bf16" and not bf16_ok or fmt == "fp16" and bf16_ok and "bf16" in tries:
+            continue  # one 16-bit step: bf16 where the card has it, else fp16
+        update: dict = {"weights": fmt}
+        if task == "lora" and fmt in ("nf4", "fp4"):
+            update["task"] = "qlora"
+        one = sheet.model_copy(update=update)
+        fit = check_fit(one, facts, card)
+        if fit.fits is False or fit.estimate is None:
+            why.append(f"{fmt}: {fit.reason}")
+            continue
+        crit = quality(ctx_of(one, fit.estimate))
+        risks = {"quality": f"{crit.state}: {crit.reason}"
+                            + (f" — {crit.condition}" if crit.condition else ""),
+                 "coverage": "none: the same workload",
+                 "throughput": ("bitsandbytes dequantizes weights in every matmul: slower than "
+                                "16-bit kernels" if fmt in _BNB else "16-bit kernels")}
+        changes = {k: v for k, v in update.items()}
+        out.append(_alt("lower_precision", f"weights {fmt} instead of {runs}"
+                        + (" (task qlora)" if update.get("task") else ""), changes, card, fit,
+                        risks, quality_state=crit.state))
+    return out, why
+
+
+def _checkpointing(sheet, facts, card):
+    t = sheet.training
+    if t is None:
+        return None, "inference: no activations kept for a backward pass"
+    if t.gradient_checkpointing:
+        return None, "gradient checkpointing is already on"
+    one = sheet.model_copy(update={"training": t.model_copy(update={
+        "gradient_checkpointing": True})})
+    fit = check_fit(one, facts, card)
+    if fit.fits is not True:
+        return None, fit.reason
+    return _alt("gradient_checkpointing", "gradient checkpointing on",
+                {"training.gradient_checkpointing": True}, card, fit,
+                {"quality": "none: the same computation",
+                 "coverage": "none: the same workload",
+                 "throughput": "each layer's forward runs again in backward: about one more "
+                               "forward per step (≈ +1/3 compute)"}), None
+
+
+def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
+                       decisions: list[OfferDecision], ctx: OfferContext,
+                       memory_state: str = "exclude") -> OfferAlternatives:
+    """The single changes for one offer that does not fit (its card must be known)."""
+    card = d.card
+    reason = d.criteria["memory"].reason
+    if card is None:
+        return OfferAlternatives(d.offer.id, None, reason, (), (("all", "the card is unknown"),),
+                                 memory_state)
+    runs = d.estimate.weights_format if d.estimate else sheet.weights
+
+    def ctx_of(one: Sheet, est: MemoryEstimate) -> OfferContext:
+        return OfferContext(one, facts, d.offer, card, est, ctx.evidence, ctx.total_usd,
+                            ctx.days, ctx.checkpoint_bytes, required=ctx.required)
+
+    alts, why = [], []
+    for name, fn in (("bigger_card", lambda: _bigger_card(sheet, facts, d, decisions, runs)),
+                     ("shorter_cache", lambda: _shorter_cache(sheet, facts, card)),
+                     ("smaller_microbatch", lambda: _smaller_microbatch(sheet, facts, card))):
+        alt, no = fn()
+        alts += [alt] if alt else []
+        why += [(name, no)] if no else []
+    lp, lp_why = _lower_precision(sheet, facts, card, ctx_of, runs)
+    alts += lp
+    why += [("lower_precision", w) for w in lp_why]
+    alt, no = _checkpointing(sheet, facts, card)
+    alts += [alt] if alt else []
+    why += [("gradient_checkpointing", no)] if no else []
+    return OfferAlternatives(d.offer.id, card.name, reason, tuple(alts), tuple(why),
+                             memory_state)
+
+
+def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
+                     evidence_dir: Path | None = None, today: dt.date | None = None,
+                     base_dir: Path | None = None) -> AlternativesResult:
+    """Plan the sheet, then list single changes for each offer whose memory is ``exclude`` or
+    whose estimated peak does not fit.
+
+    Raises:
+        SheetError, ModelError, CatalogError, EvidenceError, HubError: as ``run_plan``.
+    """
+    from ..pipeline import required_dimensions, run_plan
+    plan = run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir, today=today,
+                    base_dir=base_dir)
+    result = AlternativesResult(plan)
+    for d in plan.decisions:
+        state = d.criteria["memory"].state
+        if state != "exclude":
+            # an estimated overload (peak + margin > device, not a certain lower bound) leaves
+            # memory to_confirm; its alternatives are listed too, labelled as such
+            if d.card is None or check_fit(sheet, plan.facts, d.card).fits is not False:
+                continue
+        ctx = OfferContext(sheet, plan.facts, d.offer, d.card, d.estimate, plan.evidence,
+                           d.total_usd, d.days, plan.checkpoint_bytes,
+                           required=required_dimensions(sheet))
+        result.offers.append(offer_alternatives(sheet, plan.facts, d, plan.decisions, ctx,
+                                                state))
+    return result

@@ -1,0 +1,201 @@
+"""The model a measurement runs: real weights (safetensors only) or random weights in the exact
+architecture of config.json.
+
+- ``model.path``: a local folder with ``config.json`` (and ``*.safetensors`` for real weights).
+- ``model.id`` + ``model.revision``: the Hub (config.json only with ``--random-weights``).
+- ``model.parameters``: refused — a bare count has no architecture to run.
+
+Remote code is never executed (``trust_remote_code=False`` always; a ``model_type`` that
+transformers does not know is refused). Weights are read only as safetensors
+(``use_safetensors=True``: a folder with only ``.bin`` / ``.pt`` files is refused, nothing is
+unpickled). Random weights are created directly in the target dtype on the target device:
+memory does not depend on the values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import MeasureError, MeasureUnsupportedError
+from ..sheet import Sheet
+
+__all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
+
+_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+_CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor")
+"""Optimizers this harness builds from torch.optim (8-bit and paged ones need bitsandbytes)."""
+ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
+"""Sheet ``attention`` → transformers ``attn_implementation``."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run, with what was loaded (recorded in the evidence)."""
+
+    model: torch.nn.Module
+    config: object
+    dtype_name: str
+    weights: str  # "random" or "real"; dtype_name: the dtype parameters are stored in
+    source: str  # the folder or "hub:<id>@<revision>"
+    parameters: int
+    compute_dtype_name: str = ""  # the dtype matmuls run in (differs under full + amp)
+    runnable: object = None  # what the phases call: the model, or its DDP wrapper
+
+
+def _model_source(sheet: Sheet, base_dir: Path | None) -> tuple[str, str | None]:
+    m = sheet.model
+    if m.parameters is not None:
+        raise MeasureUnsupportedError("a bare parameter count has no architecture to run; give "
+                                      "model.path (a folder with config.json) or model.id",
+                                      field="model.parameters", value=m.parameters)
+    if m.path is not None:
+        p = Path(m.path).expanduser()
+        if not p.is_absolute() and base_dir is not None:
+            p = Path(base_dir) / p
+        if not (p / "config.json").is_file():
+            raise MeasureUnsupportedError(f"expected a folder holding config.json, got {str(p)!r}",
+                                          field="model.path", value=m.path)
+        return str(p), None
+    return str(m.id), m.revision
+
+
+def load_config(sheet: Sheet, base_dir: Path | None = None):
+    """The model's transformers config, never executing remote code.
+
+    Raises:
+        MeasureUnsupportedError: no architecture (bare count), no config.json, or a model_type
+            transformers does not know (it would need remote code).
+    """
+    from transformers import AutoConfig
+    src, revision = _model_source(sheet, base_dir)
+    try:
+        return AutoConfig.from_pretrained(src, revision=revision, trust_remote_code=False)
+    except ValueError as exc:
+        raise MeasureUnsupportedError(f"transformers cannot build this architecture without "
+                                      f"remote code, which gpusizer never runs: {exc}",
+                                      field="model", value=src) from None
+    except OSError as exc:
+        raise MeasureError(f"cannot read config.json of {src!r} (revision {revision}): {exc}; "
+                           "offline, give model.path: a folder holding that config.json",
+                           field="model", value=src) from None
+
+
+def target_dtype(sheet: Sheet, config) -> str:
+    """The dtype the weights are created in: the sheet's ``weights``, or config.json's for auto.
+
+    Raises:
+        MeasureUnsupportedError: a quantized format (bitsandbytes / GPTQ / AWQ / fp8 / mxfp4
+            need their kernels on a GPU; this harness runs 16- and 32-bit weights), or auto
+            with a config that states no dtype.
+    """
+    w = sheet.weights
+    if w == "auto":
+        stated = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+        name = str(stated).removeprefix("torch.") if stated is not None else None
+        if getattr(config, "quantization_config", None):
+            raise MeasureUnsupportedError("the checkpoint is pre-quantized; this harness runs "
+                                          "16- and 32-bit weights", field="weights", value=w)
+        if name not in _CONFIG_DTYPES:
+            raise MeasureUnsupportedError(f"config.json states dtype {name!r}; expected one of "
+                                          f"{', '.join(_CONFIG_DTYPES)} — set weights explicitly",
+                                          field="weights", value=w)
+        return _CONFIG_DTYPES[name]
+    if w not in _DTYPES:
+        raise MeasureUnsupportedError(f"weights {w} need quantization kernels this harness does "
+                                      "not run yet; expected fp32, fp16 or bf16",
+                                      field="weights", value=w)
+    return w
+
+
+def _has_safetensors(folder: Path) -> bool:
+    return any(folder.glob("*.safetensors"))
+
+
+def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
+              base_dir: Path | None, config) -> str:
+    """Refuse, before anything runs, what this harness cannot load; returns the target dtype.
+
+    Raises:
+        MeasureUnsupportedError: see :func:`target_dtype`; flash attention without CUDA; real
+            weights from a folder without safetensors.
+    """
+    dtype_name = target_dtype(sheet, config)
+    if sheet.task == "qlora":
+        raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
+                                      "harness runs 16/32-bit bases", field="task",
+                                      value=sheet.task)
+    if sheet.training is not None and sheet.training.optimizer not in _OPTIMIZERS:
+        raise MeasureUnsupportedError(f"optimizer {sheet.training.optimizer} needs bitsandbytes "
+                                      f"on CUDA; this harness runs {', '.join(_OPTIMIZERS)}",
+                                      field="training.optimizer",
+                                      value=sheet.training.optimizer)
+    if sheet.inference is not None and sheet.inference.engine != "transformers":
+        raise MeasureUnsupportedError("the harness runs transformers; measure vLLM from its own "
+                                      "start-up log (gpusizer estimate --card gives its split)",
+                                      field="inference.engine", value=sheet.inference.engine)
+    if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",
+                                                                              dtype_name):
+        raise MeasureUnsupportedError(f"a KV cache in {sheet.inference.kv_cache_dtype} with "
+                                      f"{dtype_name} weights is not run by this harness",
+                                      field="inference.kv_cache_dtype",
+                                      value=sheet.inference.kv_cache_dtype)
+    if ATTENTION[sheet.attention] == "flash_attention_2" and device.type != "cuda":
+        raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
+                                      value=sheet.attention)
+    src, revision = _model_source(sheet, base_dir)
+    if not random_weights and revision is None and not _has_safetensors(Path(src)):
+        raise MeasureUnsupportedError(f"no *.safetensors in {src!r}: weights are read only as "
+                                      "safetensors (never unpickled); or use --random-weights",
+                                      field="model.path", value=src)
+    return dtype_name
+
+
+def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,
+               base_dir: Path | None = None, config=None) -> LoadedModel:
+    """Build the model on ``device``: random weights from config.json, or the real safetensors.
+
+    Raises:
+        MeasureUnsupportedError: see :func:`load_config`, :func:`target_dtype`; real weights
+            without safetensors; flash attention without CUDA.
+        MeasureError: the checkpoint could not be read.
+    """
+    from transformers import AutoModelForCausalLM
+    config = config if config is not None else load_config(sheet, base_dir)
+    compute_name = target_dtype(sheet, config)
+    # full fine-tuning with precision amp keeps fp32 trained parameters (CONTRACT.md: "amp: fp32
+    # copies of trained params, grads and states, compute in the compute dtype")
+    amp_full = sheet.task == "full" and sheet.training is not None \
+        and sheet.training.precision == "amp"
+    dtype_name = "fp32" if amp_full else compute_name
+    dtype = _DTYPES[dtype_name]
+    attn = ATTENTION[sheet.attention]
+    if attn == "flash_attention_2" and device.type != "cuda":
+        raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
+                                      value=sheet.attention)
+    src, revision = _model_source(sheet, base_dir)
+    if random_weights:
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn,
+                                                     trust_remote_code=False)
+        source = src if revision is None else f"hub:{src}@{revision}"
+    else:
+        if revision is None and not _has_safetensors(Path(src)):
+            raise MeasureUnsupportedError(f"no *.safetensors in {src!r}: weights are read only as "
+                                          "safetensors (never unpickled); or use --random-weights",
+                                          field="model.path", value=src)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                src, revision=revision, dtype=dtype, attn_implementation=attn,
+                use_safetensors=True, trust_remote_code=False, device_map={"": device})
+        except OSError as exc:
+            raise MeasureError(f"cannot load safetensors weights of {src!r}: {exc}",
+                               field="model", value=src) from None
+        source = src if revision is None else f"hub:{src}@{revision}"
+    model.eval()
+    count = sum(p.numel() for p in model.parameters())
+    return LoadedModel(model, config, dtype_name, "random" if random_weights else "real", source,
+                       int(count), compute_name)

@@ -1,0 +1,214 @@
+"""lm-evaluation-harness results files as quality evidence (no torch, no lm_eval import).
+
+A results file is what ``lm_eval --output_path`` writes (``results_<date>.json``, lm-eval 0.4):
+``results[task]["<metric>,<filter>"]``, ``versions[task]``, ``n-shot[task]``,
+``n-samples[task]["effective"]``, ``higher_is_better[task][metric]``, ``config.model_args``,
+``config.limit``, ``lm_eval_version`` (EleutherAI/lm-evaluation-harness,
+``lm_eval/evaluator.py`` and ``lm_eval/loggers/evaluation_tracker.py``).
+
+With ``metric: lm_eval:<task>/<metric>`` the sheet's ``quality.corpus`` is the **reference
+format's** results file: the task (name, version, n-shot, sample count) is the frozen corpus and
+its value the reference. A candidate's file must match task, version, n-shot and sample count,
+or it is rejected with the mismatch named.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvidenceError, LmEvalMismatchError
+
+__all__ = ["LmEvalResult", "parse_metric", "read_lm_eval_results", "check_lm_eval_match"]
+
+
+@dataclass(frozen=True)
+class LmEvalResult:
+    """One task's metric from a results file.
+
+    Attributes:
+        file: the results file.
+        task: task name (``hellaswag``).
+        version: the task's version as a string (``"1.0"``; numbers written ``1`` read ``"1.0"``).
+        n_shot: few-shot examples.
+        samples: documents evaluated (``n-samples[task].effective``).
+        metric_key: the key read in ``results[task]`` (``acc_norm,none``).
+        value: the metric's value.
+        higher_is_better: from the file's ``higher_is_better``; True when the file does not say.
+        model_args: ``config.model_args`` as written (string or mapping).
+        lm_eval_version: the harness version, if recorded.
+    """
+
+    file: str
+    task: str
+    version: str
+    n_shot: int
+    samples: int
+    metric_key: str
+    value: float
+    higher_is_better: bool
+    model_args: Any
+    lm_eval_version: str | None
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "task": self.task, "version": self.version,
+                "n_shot": self.n_shot, "samples": self.samples, "metric_key": self.metric_key,
+                "value": self.value, "higher_is_better": self.higher_is_better,
+                "model_args": self.model_args, "lm_eval_version": self.lm_eval_version}
+
+
+def parse_metric(metric: str) -> tuple[str, str]:
+    """``lm_eval:<task>/<metric>`` → ``(task, metric)``.
+
+    Raises:
+        EvidenceError: not of that form.
+    """
+    if not metric.startswith("lm_eval:") or "/" not in metric:
+        raise EvidenceError(f"expected lm_eval:<task>/<metric>, got {metric!r}",
+                            field="quality.metric", value=metric)
+    task, _, name = metric[len("lm_eval:"):].partition("/")
+    if not task or not name:
+        raise EvidenceError(f"expected lm_eval:<task>/<metric>, got {metric!r}",
+                            field="quality.metric", value=metric)
+    return task, name
+
+
+def _version(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    return str(v)
+
+
+def _need(data: dict, key: str, task: str, file: str) -> Any:
+    block = data.get(key)
+    if not isinstance(block, dict) or task not in block:
+        got = sorted(block) if isinstance(block, dict) else None
+        raise EvidenceError(f"expected {key}[{task!r}] in an lm-evaluation-harness results file "
+                            f"(lm-eval >= 0.4 writes it), got {got}", file=file,
+                            field=f"{key}.{task}")
+    return block[task]
+
+
+def read_lm_eval_results(path: Path, metric: str) -> LmEvalResult:
+    """Read ``metric`` (``lm_eval:<task>/<metric>``) from a results file.
+
+    The metric may name its filter (``exact_match,strict-match``); without one, the only filter
+    the file has for it is used, and several are an error listing them.
+
+    Raises:
+        EvidenceError: unreadable JSON; the task, metric, version, n-shot or sample count absent.
+    """
+    task, name = parse_metric(metric)
+    file = str(path)
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvidenceError(f"cannot read an lm-evaluation-harness results file: {exc}",
+                            file=file) from None
+    if not isinstance(data, dict):
+        raise EvidenceError("expected a JSON object (lm-evaluation-harness results)", file=file)
+    results = _need(data, "results", task, file)
+    if "," in name:
+        key = name
+    else:
+        keys = [k for k in results if isinstance(k, str) and k.split(",")[0] == name]
+        if len(keys) > 1:
+            raise EvidenceError(f"metric {name!r} has several filters {sorted(keys)}: name one "
+                                f"in the sheet (lm_eval:{task}/<metric>,<filter>)", file=file,
+                                field=f"results.{task}")
+        key = keys[0] if keys else name
+    value = results.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvidenceError(f"expected a number at results[{task!r}][{key!r}], got {value!r}; "
+                            f"metrics present: {sorted(k for k in results if k != 'alias')}",
+                            file=file, field=f"results.{task}")
+    version = _version(_need(data, "versions", task, file))
+    n_shot = _need(data, "n-shot", task, file)
+    n_samples = _need(data, "n-samples", task, file)
+    samples = n_samples.get("effective") if isinstance(n_samples, dict) else None
+    if isinstance(n_shot, bool) or not isinstance(n_shot, int):
+        raise EvidenceError(f"expected an integer n-shot, got {n_shot!r}", file=file,
+                            field=f"n-shot.{task}")
+    if isinstance(samples, bool) or not isinstance(samples, int):
+        raise EvidenceError(f"expected an integer n-samples.{task}.effective, got {samples!r}",
+                            file=file, field=f"n-samples.{task}")
+    hib = (data.get("higher_is_better") or {}).get(task, {}) if isinstance(
+        data.get("higher_is_better"), dict) else {}
+    higher = hib.get(key.split(",")[0], True) if isinstance(hib, dict) else True
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    return LmEvalResult(file, task, version, n_shot, samples, key, float(value), bool(higher),
+                        config.get("model_args"), data.get("lm_eval_version"))
+
+
+def check_lm_eval_match(candidate: LmEvalResult, locked: dict) -> None:
+    """Refuse a candidate whose task, version, n-shot, sample count or metric differ from the
+    locked ones (``CriteriaLock.lm_eval``).
+
+    Raises:
+        LmEvalMismatchError: every mismatch named, with both values.
+    """
+    diffs = []
+    for field, got in (("task", candidate.task), ("version", candidate.version),
+                       ("n_shot", candidate.n_shot), ("samples", candidate.samples),
+                       ("metric_key", candidate.metric_key)):
+        want = locked.get(field)
+        if got != want:
+            diffs.append(f"{field} {got!r} where the locked criteria have {want!r}")
+    if diffs:
+        raise LmEvalMismatchError("lm-eval results do not match the locked criteria: "
+                                  + "; ".join(diffs) + " — rerun the task as locked",
+                                  file=candidate.file, field="lm_eval",
+                                  value={"task": candidate.task, "version": candidate.version})
+
+
+def import_lm_eval(sheet, results: Path, *, candidate: str, lock_path: Path, out_dir: Path,
+                   base_dir: Path | None = None, today=None) -> tuple[dict, Path]:
+    """Turn a candidate format's lm-eval results file into quality evidence.
+
+    The reference value is the locked one (the results file named by ``quality.corpus``).
+
+    Returns:
+        ``(evidence document, file written)``: ``out_dir/quality-<candidate>-vs-<reference>.json``.
+
+    Raises:
+        QualityError: no lock, a metric that is not ``lm_eval:``, an unknown candidate format.
+        CriteriaMovedError: the sheet's criteria moved since the lock.
+        LmEvalMismatchError: task, version, n-shot, sample count or metric key differ.
+        EvidenceError: a malformed results file.
+    """
+    from ..errors import QualityError
+    from ..sheet import WEIGHT_FORMATS
+    from .criteria_lock import check_lock, read_lock
+    from .evidence_doc import quality_evidence, refuse_existing, write_json
+    lock = read_lock(lock_path)
+    check_lock(sheet, lock, base_dir=base_dir)
+    metric = sheet.quality.metric
+    if not metric.startswith("lm_eval:") or lock.lm_eval is None:
+        raise QualityError(f"quality import reads lm-evaluation-harness results; the sheet's "
+                           f"metric is {metric}: use `gpusizer quality run`",
+                           field="quality.metric", value=metric)
+    if candidate not in WEIGHT_FORMATS:
+        raise QualityError(f"expected one of {', '.join(WEIGHT_FORMATS)}, got {candidate!r}",
+                           field="--candidate", value=candidate)
+    if candidate == lock.reference_format:
+        raise QualityError(f"the candidate is the reference format {candidate}: nothing to "
+                           "compare", field="--candidate", value=candidate)
+    refuse_existing(Path(out_dir) / f"quality-{candidate}-vs-{lock.reference_format}.json")
+    res = read_lm_eval_results(Path(results), metric)
+    check_lm_eval_match(res, lock.lm_eval)
+    version = f" {res.lm_eval_version}" if res.lm_eval_version else ""
+    doc = quality_evidence(
+        sheet=sheet, lock=lock, candidate_format=candidate,
+        candidate_implementation=f"lm-evaluation-harness{version}, model_args {res.model_args!r}"
+                                 " (format as declared by the importer)",
+        reference_implementation=f"lm-evaluation-harness, model_args "
+                                 f"{lock.lm_eval.get('model_args')!r}",
+        reference_value=float(lock.lm_eval["value"]), candidate_value=res.value,
+        document=str(results), source="lm-evaluation-harness results import",
+        extra={"lm_eval": res.as_dict(), "samples": res.samples}, today=today)
+    path = write_json(doc, Path(out_dir) / f"quality-{candidate}-vs-{lock.reference_format}.json")
+    return doc, path
