@@ -103,13 +103,17 @@ def plan(sheet: SheetArg,
          format: Annotated[Optional[Fmt], typer.Option(
              "--format", help="md | json | html (default: from the -o extension, else md)")] = None,
          out: Annotated[Optional[Path], typer.Option("-o", "--out", help="output file")] = None,
-         quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False) -> None:
+         quiet: Annotated[bool, typer.Option("--quiet", help="no terminal table")] = False,
+         simulate: Annotated[bool, typer.Option(
+             "--simulate", help="also run the model code on fake tensors per card (the simulate "
+                                "extra); memory stays to confirm, its reason quotes both")] = False,
+         ) -> None:
     """The main job: memory items and phases, every offer classified, the one-page sheet."""
     from .pipeline import run_plan
     from .report.json_report import plan_document
     try:
         result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
-                          base_dir=sheet.parent)
+                          base_dir=sheet.parent, simulate=simulate)
     except GpusizerError as exc:
         _fail(exc)
     inputs = (sheet, *(catalog or ()))
@@ -182,11 +186,21 @@ def schema() -> None:
 
 
 @app.command()
-def simulate(sheet: SheetArg, card: CardOpt = None) -> None:
-    """Same JSON as estimate with provenance 'simulated' (needs the simulate extra)."""
-    typer.echo("error: `gpusizer simulate` is not available in this version: the simulate extra "
-               "(torch fake tensors) is not built yet; use `gpusizer estimate`", err=True)
-    raise typer.Exit(1)
+def simulate(sheet: SheetArg, card: CardOpt = None,
+             format: Annotated[Optional[MemFmt], typer.Option(
+                 "--format", help="md | json (default: from the -o extension, else md)")] = None,
+             out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
+    """Run the model code on fake tensors: items with provenance 'simulated', phase peaks and the
+    difference to estimate (needs the simulate extra: pip install gpusizer[simulate])."""
+    from .simulate import require_extra
+    try:
+        require_extra()
+        from .pipeline import run_simulate
+        from .report.simulation import simulate_document
+        result = run_simulate(_load(sheet), card=_card(card), base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc)
+    _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
 
 
 def _measure_module():

@@ -23,7 +23,7 @@ from .memory.weights import dense_bytes, weight_breakdown
 from .model.facts import ModelFacts
 from .sheet import Sheet, quality_criteria, quality_sha256, sheet_sha256
 
-__all__ = ["resolve_facts", "EstimateResult", "run_estimate", "PlanResult", "run_plan",
+__all__ = ["resolve_facts", "EstimateResult", "run_estimate", "run_simulate", "PlanResult", "run_plan",
            "required_dimensions", "checkpoint_bytes"]
 
 
@@ -121,6 +121,16 @@ def run_estimate(sheet: Sheet, *, card: Card | None = None,
     return EstimateResult(sheet, facts, est, card, fit)
 
 
+def run_simulate(sheet: Sheet, *, card: Card | None = None, base_dir: Path | None = None):
+    """Simulate the sheet's phases on fake tensors (``gpusizer simulate``; the simulate extra).
+
+    Returns a ``simulate.engine.SimulationResult``; torch is imported only here, lazily.
+    """
+    from .simulate.engine import simulate_memory
+    facts = resolve_facts(sheet, base_dir=base_dir)
+    return simulate_memory(sheet, facts, card=card, base_dir=base_dir)
+
+
 @dataclass
 class PlanResult:
     """``gpusizer plan``: memory, every offer classified, and what could invalidate it."""
@@ -137,6 +147,7 @@ class PlanResult:
     invalidators: list[str] = field(default_factory=list)
     discrepancies: list = field(default_factory=list)
     version: str = __version__
+    simulations: dict = field(default_factory=dict)
 
 
 def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
@@ -165,7 +176,8 @@ def _double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
 
 
 def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
-             today: dt.date | None = None, base_dir: Path | None = None) -> PlanResult:
+             today: dt.date | None = None, base_dir: Path | None = None,
+             simulate: bool = False) -> PlanResult:
     """The main job: memory items and phases, every offer classified on six criteria, ranked.
 
     Args:
@@ -174,9 +186,11 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         evidence_dir: a folder of evidence ``*.json``.
         today: the date schedules are checked from (default: today).
         base_dir: the sheet's folder (a relative ``model.path`` is read from there).
+        simulate: also simulate the sheet on fake tensors under each known card's rules (the
+            simulate extra); the memory criterion quotes both figures and stays to_confirm.
 
     Raises:
-        SheetError, ModelError, CatalogError, EvidenceError, HubError.
+        SheetError, ModelError, CatalogError, EvidenceError, HubError, SimulateExtraMissing.
     """
     from .catalog.offers import load_catalogs, load_default_catalog, offer_total_usd
     today = today or dt.date.today()
@@ -197,6 +211,10 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}
+    simulations: dict = {}
+    if simulate:
+        from .simulate import require_extra
+        require_extra()
     decisions = []
     for offer in offers:
         card, note = _card_of(offer)
@@ -205,10 +223,16 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
             if card.name not in per_card:
                 per_card[card.name] = estimate_memory(sheet, facts, card=card)
             card_est = per_card[card.name]
+            if simulate and card.name not in simulations:
+                from .simulate.engine import simulate_memory
+                simulations[card.name] = simulate_memory(sheet, facts, card=card,
+                                                         base_dir=base_dir)
         offer_days = offer.days if offer.days is not None else days
         total = offer_total_usd(offer, offer_days)
         ctx = OfferContext(sheet, facts, offer, card, card_est, evidence, total, offer_days, ckpt,
-                           card_note=note, checkpoint_source=ckpt_src, required=required)
+                           card_note=note, checkpoint_source=ckpt_src, required=required,
+                           simulated=(simulations[card.name].memory
+                                      if card is not None and card.name in simulations else None))
         crit = {}
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
@@ -223,7 +247,7 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
     inval = _invalidators(sheet, facts, est, decisions)
     discrepancies = [d for f in files for d in getattr(f, "discrepancies", ())]
     return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
-                      discrepancies)
+                      discrepancies, simulations=simulations)
 
 
 def json_key(citation: dict) -> tuple:

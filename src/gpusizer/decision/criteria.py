@@ -48,6 +48,7 @@ class OfferContext:
         checkpoint_bytes: bytes of the weights on disk (for storage and host RAM).
         checkpoint_source: how ``checkpoint_bytes`` was obtained (safetensors headers, arithmetic).
         card_note: why the card is unknown or ambiguous, if it is.
+        simulated: the simulated memory under this card's rules (``plan --simulate``), or None.
     """
 
     sheet: Sheet
@@ -62,6 +63,7 @@ class OfferContext:
     card_note: str | None = None
     checkpoint_source: str = ""
     required: dict[str, int] = field(default_factory=dict)
+    simulated: MemoryEstimate | None = None
 
 
 def _offer_doc(ctx: OfferContext) -> dict:
@@ -303,9 +305,23 @@ def memory(ctx: OfferContext) -> Criterion:
         reason = (f"estimated device peak {fmt_bytes(est.device_peak_bytes)} + margin "
                   f"{fmt_bytes(margin)} {'<=' if fits else '>'} device {fmt_bytes(device)}"
                   f"{status}; conservative envelope {fmt_bytes(env)}")
+    if ctx.simulated is not None:
+        reason += "; " + _simulated_text(ctx.simulated, est, device, margin)
     return Criterion("to_confirm", reason,
                      "measure the limit rung on this card: max_memory_reserved + non-PyTorch "
                      "memory + margin <= device bytes (gpusizer measure)", (cite_card,))
+
+
+def _simulated_text(sim: MemoryEstimate, est: MemoryEstimate, device: int, margin: int) -> str:
+    """The simulated figures quoted beside the estimate (a simulation is not a measurement: the
+    state stays to_confirm)."""
+    peak = sim.device_peak_bytes if sim.device_peak_bytes is not None else sim.peak_bytes
+    label = "device peak" if sim.device_peak_bytes is not None else "peak (PyTorch only)"
+    fits = peak is not None and peak + margin <= device
+    phase = sim.peak_phase.name if sim.peak_phase else "unknown"
+    return (f"simulated {label} {fmt_bytes(peak)} in phase {phase} (fake tensors, not a "
+            f"measurement) + margin {'<=' if fits else '>'} device {fmt_bytes(device)}, vs "
+            f"estimated {fmt_bytes(est.device_peak_bytes)}")
 
 
 def _reference_format(ctx: OfferContext) -> str | None:

@@ -153,7 +153,20 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             {"offer_id": x.offer_id, "card": x.card, "catalog_bytes": x.catalog_bytes,
              "card_bytes": x.card_bytes, "relative_difference": round(x.relative_difference, 4)}
             for x in r.discrepancies],
+        **({"simulations": _simulations(r.simulations)} if r.simulations else {}),
     }
+
+
+def _simulations(sims: dict) -> dict[str, Any]:
+    """``plan --simulate``: per card, the simulated memory and its difference to estimate."""
+    from ..simulate.engine import NOT_SEEN
+    return {"not_seen": list(NOT_SEEN), "per_card": {
+        name: {"peak_bytes": s.memory.peak_bytes, "device_peak_bytes": s.memory.device_peak_bytes,
+               "tracked_peak_bytes": s.tracked_peak_bytes, "seconds": round(s.seconds, 2),
+               "attention": s.attention, "versions": s.versions,
+               "memory": memory_dict(s.memory),
+               "difference_to_estimate": s.comparison}
+        for name, s in sims.items()}}
 
 
 def dumps(doc: dict[str, Any]) -> str:

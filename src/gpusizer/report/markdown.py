@@ -28,10 +28,14 @@ def _section(s: Section) -> list[str]:
 
 def render_markdown(doc: dict[str, Any]) -> str:
     """The sizing sheet as Markdown, from the JSON document."""
-    title = "gpusizer sizing sheet" if "sheet_sha256" in doc else "gpusizer memory estimate"
+    title = ("gpusizer sizing sheet" if "sheet_sha256" in doc else
+             "gpusizer memory simulation" if "simulation" in doc else "gpusizer memory estimate")
     out = [f"# {title}", ""]
     out += [f"- {line}" for line in header_lines(doc)] + [""]
     sections = memory_sections(doc) + (offer_sections(doc) if "sheet_sha256" in doc else [])
+    if "simulation" in doc:
+        from .simulation import simulation_sections
+        sections += simulation_sections(doc)
     for s in sections:
         out += _section(s)
     return "\n".join(out).rstrip() + "\n"

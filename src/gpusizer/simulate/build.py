@@ -1,0 +1,233 @@
+"""Build the sheet's model from its config.json without weights: on fake tensors, no remote code.
+
+The config comes from ``model.path`` (its config.json) or, for ``model.id``, from the Hub
+(``huggingface_hub.hf_hub_download(id, "config.json", revision=...)``, which reads the local cache
+first; the bundled registry holds re-typed facts, not the whole config.json). The model class is
+transformers' own (``AutoModelForCausalLM.from_config``), so the traced code is the code a GPU run
+executes; ``trust_remote_code`` is never passed (a ``model_type`` transformers does not ship is an
+error). LoRA adapters are added by PEFT (``get_peft_model``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ModelError, ModelNotFoundError
+from ..sheet import Sheet
+from .errors import SimulationError
+
+__all__ = ["load_config_dict", "TORCH_DTYPES", "attention_implementation", "build_model"]
+
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def load_config_dict(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dict, str]:
+    """The model's config.json as a dict, with where it was read.
+
+    Raises:
+        SimulationError: a bare ``model.parameters`` count (no architecture to run).
+        ModelError: the folder has no readable config.json.
+        ModelNotFoundError, HubError: ``model.id`` whose config.json is neither cached nor
+            reachable (offline), naming ``model.id``.
+    """
+    m = sheet.model
+    if m.parameters is not None:
+        raise SimulationError("a bare parameter count has no architecture to run; give model.id "
+                              "or model.path (a folder with config.json)",
+                              field="model.parameters", value=m.parameters)
+    if m.path is not None:
+        folder = Path(m.path).expanduser()
+        if not folder.is_absolute() and base_dir is not None:
+            folder = Path(base_dir) / folder
+        file = folder / "config.json"
+        return _read(file, field="model.path"), str(file)
+    from huggingface_hub import hf_hub_download
+
+    from ..model.hub_access import hub_failures, hub_offline
+    try:
+        local = hf_hub_download(m.id, "config.json", revision=m.revision)
+    except hub_failures() as exc:
+        offline = " (HF_HUB_OFFLINE is set and it is not in the local cache)" if hub_offline() \
+            else ""
+        raise ModelNotFoundError(
+            f"simulate needs the whole config.json of {m.id}@{m.revision}, which the bundled "
+            f"registry does not hold, and it cannot be read{offline}: {type(exc).__name__}. "
+            "Go online once (it is cached), or set model.path to a folder with config.json",
+            field="model.id", value=m.id) from exc
+    return _read(Path(local), field="model.id"), f"{m.id}@{m.revision} config.json ({local})"
+
+
+def _read(file: Path, *, field: str) -> dict:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError("no config.json there; expected a folder holding the checkpoint's "
+                         "config.json", field=field, value=str(file.parent)) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"cannot read config.json: {exc}", field=field, value=str(file)) from exc
+    if not isinstance(data, dict):
+        raise ModelError("config.json: expected a JSON object", field=field, value=str(file))
+    return data
+
+
+def attention_implementation(sheet_attention: str, config: dict) -> str:
+    """transformers' ``attn_implementation`` for the sheet.
+
+    ``eager`` → eager. ``sdpa`` and ``flash`` → ``sdpa`` (the simulator routes SDPA calls to the
+    kernel the card runs; the flash-attn package's kernel allocates what SDPA's flash kernel
+    allocates), except a model that soft-caps attention logits, which transformers' SDPA path
+    refuses: eager.
+    """
+    if sheet_attention == "eager":
+        return "eager"
+    if config.get("attn_logit_softcapping") and sheet_attention != "flash":
+        return "eager"
+    return "sdpa"
+
+
+@dataclass
+class BuiltModel:
+    """The model on fake tensors and what was done to build it.
+
+    Attributes:
+        model: the ``nn.Module`` (a PEFT model for LoRA).
+        config: the transformers config object.
+        notes: decisions taken (attention implementation, LoRA targets, MoE experts path).
+        lora_targets: PEFT target modules, or None.
+    """
+
+    model: object
+    config: object
+    notes: list[str]
+    lora_targets: list[str] | None = None
+
+
+def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, sheet: Sheet,
+                gradient_checkpointing: bool = False, pause=None,
+                after_build=None) -> BuiltModel:
+    """Instantiate the model with transformers (call it inside ``FakeTensorMode``).
+
+    ``pause`` (a context manager) is held while transformers instantiates the model, and
+    ``after_build(model)`` runs next, before LoRA: how 4-bit layers replace the 16-bit ones
+    without the 16-bit model ever counting.
+
+    Raises:
+        SimulationError: transformers does not know the ``model_type`` (remote code is never
+            run), or PEFT cannot place the LoRA adapters.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(config_dict)
+    cfg.pop("auto_map", None)
+    model_type = cfg.get("model_type")
+    cfg.pop("quantization_config", None)
+    try:
+        config = AutoConfig.for_model(**cfg)
+    except (ValueError, KeyError) as exc:
+        raise SimulationError(f"transformers cannot build model_type {model_type!r} without remote "
+                              f"code ({exc}); gpusizer never runs remote code",
+                              field="model_type", value=model_type) from None
+    notes = []
+    impl = attention_implementation(attention, cfg)
+    config._attn_implementation = impl
+    notes.append(f"transformers attn_implementation={impl!r}")
+    if getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None) or \
+            getattr(config, "n_routed_experts", None):
+        config._experts_implementation = "grouped_mm"
+        notes.append("MoE experts run transformers' grouped_mm path (the CUDA default on sm80+): "
+                     "it processes tokens × top_k rows whatever the routing, so the uniform top-k "
+                     "routing assumed here and any real routing give the same tensor sizes")
+    config.use_cache = task == "inference"
+    torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    from contextlib import nullcontext
+    try:
+        with pause() if pause else nullcontext():
+            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    except ValueError as exc:
+        if impl != "sdpa" or "does not support an attention implementation" not in str(exc):
+            raise
+        # transformers refuses SDPA for this class (e.g. gpt-oss attention sinks): it runs eager
+        config._attn_implementation = "eager"
+        notes.append(f"transformers has no SDPA path for {model_type}: eager attention "
+                     "(S × S scores kept)")
+        with pause() if pause else nullcontext():
+            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    if after_build is not None:
+        notes += after_build(model)
+    if task != "inference" and gradient_checkpointing:
+        model.activation_checkpointing_enable()
+        notes.append("gradient checkpointing: transformers' default (non-reentrant "
+                     "torch.utils.checkpoint per decoder layer)")
+    targets = None
+    if task in ("lora", "qlora"):
+        model, targets = _add_lora(model, sheet, torch_dtype, notes)
+    elif task == "full":
+        model.train()
+    return BuiltModel(model, config, notes, targets)
+
+
+@contextmanager
+def moves_that_change_nothing_skipped() -> Iterator[None]:
+    """``Module.to(device, dtype)`` returns the module untouched when every parameter and buffer
+    already has that device and dtype (as on a GPU, where it changes nothing); otherwise it runs.
+
+    Fake parameters are always swapped by ``Module._apply``, which fails for them, even for a
+    move that changes nothing."""
+    from itertools import chain
+    from unittest import mock
+
+    import torch
+    original = torch.nn.Module.to
+
+    def to(self, *args, **kwargs):
+        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if all((device is None or t.device == device)
+               and (dtype is None or not t.is_floating_point() or t.dtype == dtype)
+               for t in chain(self.parameters(), self.buffers())):
+            return self
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(torch.nn.Module, "to", to):
+        yield
+
+
+def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
+    from peft import LoraConfig, get_peft_model
+
+    lora = sheet.training.lora
+    targets = None if lora.targets == "default" else lora.targets
+    alpha = lora.alpha or 2 * lora.rank
+    import torch
+    from unittest import mock
+
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    previous = torch.get_default_dtype()
+    amp = sheet.training.precision == "amp"
+    # PEFT makes the adapters in the default dtype, then moves them to the base layer's device
+    # and dtype with Module.to() (and, by default, upcasts them to fp32), which cannot swap fake
+    # parameters. There is one (CPU) device: make them in their final dtype directly, fp32
+    # under amp (PEFT's autocast_adapter_dtype), the compute dtype under pure precision.
+    torch.set_default_dtype(torch.float32 if amp else compute_dtype)
+    no_move = mock.patch.object(BaseTunerLayer, "_move_adapter_to_device_of_base_layer",
+                                lambda self, adapter_name, device=None: None)
+    try:
+        with moves_that_change_nothing_skipped(), no_move:
+            peft_model = get_peft_model(
+                model, LoraConfig(r=lora.rank, lora_alpha=alpha, target_modules=targets,
+                                  lora_dropout=0.0, task_type="CAUSAL_LM"),
+                autocast_adapter_dtype=False)
+    except ValueError as exc:
+        raise SimulationError(f"PEFT cannot place LoRA adapters: {exc}",
+                              field="training.lora.targets", value=lora.targets) from None
+    finally:
+        torch.set_default_dtype(previous)
+    placed = sorted(peft_model.peft_config["default"].target_modules)
+    notes.append(f"LoRA through PEFT: rank {lora.rank}, alpha {alpha}, targets {placed}, "
+                 f"adapters in {'fp32 (amp)' if amp else 'the compute dtype (pure)'}")
+    peft_model.train()
+    return peft_model, placed

@@ -1,0 +1,218 @@
+"""``gpusizer simulate``: the sheet's phases run on fake tensors, as a ``MemoryEstimate``.
+
+Items are the tracker's categories at each phase's peak (provenance ``simulated``); what the
+simulation cannot see is carried over from ``estimate`` with its own provenance (CUDA context,
+cuBLAS workspace, NCCL buffers, allocator slack) and listed in ``not_seen``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..catalog.types import Card
+from ..memory.estimate import estimate_memory, plan_weights
+from ..memory.items import Item, MemoryEstimate, phase_peaks
+from ..model.facts import ModelFacts
+from ..sheet import Sheet
+from .errors import SimulationError, UnsupportedBySimulation
+
+__all__ = ["NOT_SEEN", "CATEGORY_ITEMS", "CARRIED_ITEMS", "SimulationResult", "simulate_memory",
+           "check_supported"]
+
+NOT_SEEN = (
+    "CUDA context (driver and kernel images, outside PyTorch's allocator)",
+    "cuBLAS / cuBLASLt / cuDNN workspaces",
+    "allocator fragmentation and caching: reserved vs allocated (max_memory_reserved), and blocks "
+    "booked larger than the 512-byte rounding",
+    "NCCL buffers and communicators",
+    "kernels that allocate outside PyTorch (bitsandbytes paged memory, Triton / CUDA-graph pools)",
+    "workspaces that fused kernels allocate inside their C++ implementation (e.g. the fp32 dQ "
+    "accumulator and expanded dK/dV of FlashAttention's backward)",
+)
+"""What a fake-tensor run cannot see; listed on every output."""
+
+CATEGORY_ITEMS = {
+    "parameters": "weights", "quantization_metadata": "quantization_metadata",
+    "lora_adapters": "lora_adapters", "buffers": "buffers",
+    "gradients": "gradients", "optimizer_states": "optimizer_states", "kv_cache": "kv_cache",
+    "activations": "activations", "temporaries": "temporaries",
+}
+"""Tracker category → item name in the output."""
+
+_ITEM_SOURCE = {
+    "weights": "parameters the transformers model class instantiates, in the running dtype",
+    "quantization_metadata": "absmax of the bitsandbytes 4-bit layers (nested when double "
+                             "quantized), at their stored sizes",
+    "lora_adapters": "LoRA A/B matrices PEFT adds (trainable)",
+    "buffers": "registered buffers (rotary inv_freq …)",
+    "gradients": ".grad of the trainable parameters",
+    "optimizer_states": "tensors in optimizer.state after the first step",
+    "kv_cache": "keys/values held by the transformers cache",
+    "activations": "tensors outliving the operator that made them (saved for backward, outputs, "
+                   "logits) at the phase's peak",
+    "temporaries": "tensors made and freed within the phase, live at its peak",
+}
+
+CARRIED_ITEMS = ("cuda_context", "cublas_workspace", "nccl_buffers", "allocator_slack")
+"""estimate items the simulation cannot see, carried over with their own provenance."""
+
+SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16", "nf4", "fp4")
+
+
+@dataclass
+class SimulationResult:
+    """The simulated memory, the estimate it is compared with, and how the run went.
+
+    Attributes:
+        sheet, facts, card: the inputs.
+        memory: the simulated ``MemoryEstimate`` (items ``simulated`` + carried items).
+        estimate: ``estimate``'s ``MemoryEstimate`` for the same sheet and card.
+        comparison: see ``compare.compare_estimates``.
+        attention: kernel choices (kernel, reason, calls).
+        compute_capability: the (major, minor) the GPU rules used, and where it came from.
+        config_source: where config.json was read.
+        seconds: wall time of the simulation.
+        tracked_peak_bytes: the largest phase peak of the simulated items alone.
+        trainable_parameters: elements the optimizer updates.
+        versions: torch / transformers / peft versions that ran the model code.
+        notes: decisions and rules applied.
+    """
+
+    sheet: Sheet
+    facts: ModelFacts | None
+    card: Card | None
+    memory: MemoryEstimate
+    estimate: MemoryEstimate
+    comparison: dict
+    attention: list[dict]
+    compute_capability: dict
+    config_source: str
+    seconds: float
+    tracked_peak_bytes: int
+    trainable_parameters: int
+    versions: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+
+def check_supported(sheet: Sheet, running_format: str) -> None:
+    """Refuse, naming the field, what this version does not simulate.
+
+    Raises:
+        UnsupportedBySimulation.
+    """
+    if running_format not in SUPPORTED_WEIGHTS:
+        raise UnsupportedBySimulation(
+            f"simulate runs fp32 / fp16 / bf16 and bitsandbytes nf4 / fp4 weights; "
+            f"{running_format} layouts are not simulated by this version: use gpusizer estimate",
+            field="weights", value=sheet.weights)
+    if sheet.inference is not None and sheet.inference.engine != "transformers":
+        raise UnsupportedBySimulation("only engine transformers is simulated (vLLM's pool is "
+                                      "sized by estimate)", field="inference.engine",
+                                      value=sheet.inference.engine)
+    if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",):
+        raise UnsupportedBySimulation("the KV cache is simulated in the compute dtype only "
+                                      "(expected auto)", field="inference.kv_cache_dtype",
+                                      value=sheet.inference.kv_cache_dtype)
+    if sheet.placement.gpus != 1:
+        raise UnsupportedBySimulation("simulate runs one GPU's model; expected placement.gpus 1",
+                                      field="placement.gpus", value=sheet.placement.gpus)
+    if sheet.task == "inference" and sheet.inference is None:
+        raise SimulationError("nothing to run: an inference sheet needs its inference block "
+                              "(prompt_tokens, new_tokens)", field="inference", value=None)
+
+
+def _versions() -> dict[str, str]:
+    import peft
+    import torch
+    import transformers
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            "peft": peft.__version__}
+
+
+def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None = None,
+                    base_dir: Path | None = None, rules=None) -> SimulationResult:
+    """Run the sheet's phases on fake tensors and return items, phases and the comparison.
+
+    Args:
+        sheet: the validated sheet.
+        facts: the model's facts (for ``estimate``'s side and the weight plan).
+        card: the card whose GPU rules apply (compute capability); None → sm80 assumed, said so.
+        base_dir: the sheet's folder (relative ``model.path``).
+        rules: ``phases.RuleSwitches`` (all GPU rules on by default).
+
+    Raises:
+        SimulationError, UnsupportedBySimulation, ModelError, HubError.
+    """
+    from .build import load_config_dict
+    from .gpu_rules import DEFAULT_COMPUTE_CAPABILITY
+    from .phases import RuleSwitches, run_phases
+
+    plan = plan_weights(sheet, facts, card)
+    check_supported(sheet, plan.runs)
+    cfg, where = load_config_dict(sheet, base_dir=base_dir)
+    cc_value = card.compute_capability.value if card is not None else None
+    if cc_value:
+        cc = tuple(cc_value)
+        cc_info = {"value": list(cc), "source": f"card table: {card.name}"}
+    else:
+        cc = DEFAULT_COMPUTE_CAPABILITY
+        cc_info = {"value": list(cc), "source": "no card given: an sm80 (Ampere or later) GPU is "
+                                                "assumed for the kernel choice; give --card"}
+    quant = None
+    if plan.runs in ("nf4", "fp4"):
+        from ..memory.estimate import quant_params
+        from .phases import Quantization
+        _, double_quant = quant_params(sheet, facts, plan.runs)
+        tr = sheet.training
+        quant = Quantization(double_quant, converted=plan.converted,
+                             prepare_kbit=sheet.task == "qlora" and tr is not None
+                             and tr.prepare_kbit_training is not False)
+    amp = sheet.training is not None and sheet.training.precision == "amp"
+    model_dtype = "fp32" if amp and sheet.task == "full" else plan.compute_dtype
+    run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,
+                     rules=rules or RuleSwitches(), quantization=quant,
+                     autocast=plan.compute_dtype if amp else None)
+    est = estimate_memory(sheet, facts, card=card)
+    items: list[Item] = []
+    names = [p.name for p in run.phases]
+    for cat, item_name in CATEGORY_ITEMS.items():
+        per_phase = {p.name: p.by_category.get(cat, 0) for p in run.phases}
+        live = tuple(n for n in names if per_phase[n] > 0)
+        if not live:
+            continue
+        items.append(Item(item_name, max(per_phase[n] for n in live), "simulated", live,
+                          f"gpusizer simulate (fake tensors, {cat}): {_ITEM_SOURCE[item_name]}",
+                          "; ".join(f"{n} {per_phase[n]} B" for n in live),
+                          phase_bytes={n: per_phase[n] for n in live}))
+    tracked = max((p.peak_bytes for p in run.phases), default=0)
+    carried = []
+    for it in est.items:
+        if it.name in CARRIED_ITEMS:
+            ph = tuple(n for n in it.phases if n in names)
+            carried.append(Item(it.name, it.bytes, it.provenance, ph,
+                                it.source + " (carried from estimate: not visible to simulation)",
+                                it.formula, it.unknown_reason, it.non_torch,
+                                {k: v for k, v in it.phase_bytes.items() if k in names}))
+    all_items = tuple(items + carried)
+    phases = phase_peaks(all_items, tuple(names))
+    peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)
+    device_peak = (None if any(p.device_peak_bytes is None for p in phases)
+                   else max(p.device_peak_bytes for p in phases))
+    live_items = [it for it in all_items if it.phases]
+    envelope = (None if any(it.bytes is None for it in live_items)
+                else sum(it.bytes for it in live_items))
+    weights_bytes = next((p.by_category.get("parameters", 0) + p.by_category.get(
+        "lora_adapters", 0) for p in run.phases if p.name == "load"), 0)
+    kv = max((p.by_category.get("kv_cache", 0) for p in run.phases), default=0)
+    notes = list(run.notes)
+    if sheet.task != "inference":
+        notes.append("export is not simulated (it reads weights, which a fake run does not have)")
+    notes.append("not seen by the simulation: " + "; ".join(NOT_SEEN))
+    mem = MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
+                         device_peak, envelope, weights_bytes + kv, all_items, phases, None,
+                         tuple(notes), card.name if card else None, 1, plan.runs, plan.stored)
+    from .compare import compare_estimates
+    return SimulationResult(sheet, facts, card, mem, est, compare_estimates(mem, est),
+                            run.attention, cc_info, where, run.seconds, tracked,
+                            run.trainable_parameters, _versions(), notes)

@@ -1,0 +1,342 @@
+"""Run the sheet's phases on the model and record each phase's peak (see ``tracker.py``).
+
+Inference (transformers ``generate``'s memory path, huggingface/transformers
+src/transformers/generation/utils.py):
+- ``load``: the model (parameters and buffers) in the running dtype.
+- ``prefill``: ``concurrency × prompt_tokens`` through the model with the cache, logits of the
+  last position only (``logits_to_keep=1``, ``logits: all`` keeps every position), then the
+  fp32 copy of the next-token logits and the argmax.
+- ``decode``: one step of ``concurrency`` tokens against a cache already holding
+  ``prompt_tokens + new_tokens − 1`` tokens, so the step reaches the full length. DynamicCache
+  concatenates (old and new cache live together for a moment); a static cache is allocated whole
+  before prefill.
+
+Training (one optimizer step of ``transformers.Trainer``'s order):
+- ``load``: the model (and LoRA adapters through PEFT).
+- ``forward``: ``microbatch × sequence_length`` with labels (transformers' loss upcasts the
+  logits to fp32); with ``gradient_accumulation > 1`` the second micro-step runs too, with the
+  first one's gradients live.
+- ``backward``: ``loss.backward()``.
+- ``optimizer_step``: the step, then ``zero_grad(set_to_none=True)``.
+- Two optimizer steps run, and each phase keeps its largest peak: the second step's forward and
+  backward hold the optimizer states (the steady state of every later step).
+- ``validation``: a no-grad forward of ``validation_microbatch`` sequences with labels.
+- ``export`` is not simulated (it reads weights, which the simulation does not have).
+
+Inputs carry no attention mask: an all-ones mask is skipped by transformers on a GPU, so passing
+none is the same run; the position ids are 0…n-1 per row (no packed sequences).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..sheet import Sheet
+from .tracker import LiveTracker, PhasePeak
+
+__all__ = ["RuleSwitches", "PhaseRun", "run_phases"]
+
+
+@dataclass(frozen=True)
+class RuleSwitches:
+    """Which GPU rules apply (all on for ``gpusizer simulate``; off for the CPU ground truth).
+
+    Attributes:
+        attention: rule 1, route SDPA to the card's kernel.
+        packed_sequences: rule 2, the packed-sequence check answers as on a GPU.
+        optimizer: rule 3, the optimizer implementation of a GPU run (else PyTorch's CPU default).
+        fake: run on fake tensors (False: real CPU tensors, for tiny models only).
+    """
+
+    attention: bool = True
+    packed_sequences: bool = True
+    optimizer: bool = True
+    fake: bool = True
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """A bitsandbytes 4-bit base (nf4 / fp4).
+
+    Attributes:
+        double_quant: nested absmax.
+        converted: the checkpoint stores 16-bit weights quantized while loading.
+        prepare_kbit: PEFT's ``prepare_model_for_kbit_training`` (kept modules in fp32).
+    """
+
+    double_quant: bool
+    converted: bool
+    prepare_kbit: bool = False
+
+
+@dataclass
+class PhaseRun:
+    """What the run of all phases gave.
+
+    Attributes:
+        phases: one peak per phase (the largest where a phase ran twice), in run order.
+        attention: ``{"kernel", "reason", "calls"}`` per distinct choice.
+        notes: what was decided on the way.
+        trainable_parameters: elements the optimizer updates (0 for inference).
+        seconds: wall time of the run.
+    """
+
+    phases: list[PhasePeak]
+    attention: list[dict]
+    notes: list[str] = field(default_factory=list)
+    trainable_parameters: int = 0
+    seconds: float = 0.0
+
+
+def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
+               compute_capability: tuple[int, int],
+               rules: RuleSwitches = RuleSwitches(),
+               quantization: Quantization | None = None,
+               autocast: str | None = None) -> PhaseRun:
+    """Build the model and run every phase of the sheet's task under the tracker.
+
+    Raises:
+        SimulationError: the model cannot be built or placed (see ``build.build_model``).
+    """
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from .build import build_model
+    from .gpu_rules import GpuRules
+
+    start = time.perf_counter()
+    tracker = LiveTracker()
+    gpu = GpuRules(compute_capability, requested=sheet.attention, attention=rules.attention,
+                   packed_sequences=rules.packed_sequences)
+    fake = FakeTensorMode() if rules.fake else _NullContext()
+    notes: list[str] = []
+    training = sheet.task != "inference"
+    t = sheet.training
+    with fake, tracker, gpu, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        state: dict = {}
+        known = _KnownStorages(state)
+        with tracker.phase("load", known):
+            hook = None if quantization is None else _quantizer(quantization, dtype, tracker)
+            built = build_model(config_dict, dtype=dtype, attention=sheet.attention,
+                                task=sheet.task, sheet=sheet,
+                                gradient_checkpointing=bool(t and t.gradient_checkpointing),
+                                pause=tracker.paused if hook else None, after_build=hook)
+            state["model"] = built.model
+            state["lora"] = sheet.task in ("lora", "qlora")
+        notes += built.notes
+        if training:
+            trainable = _run_training(sheet, built, tracker, known, state, rules, notes,
+                                      autocast)
+        else:
+            trainable = 0
+            _run_inference(sheet, built, tracker, known, state)
+    merged: dict[str, PhasePeak] = {}
+    for p in tracker.peaks:
+        if p.name not in merged or p.peak_bytes > merged[p.name].peak_bytes:
+            merged[p.name] = p
+    attention = [{"kernel": k, "reason": why, "calls": n} for (k, why), n in gpu.choices.items()]
+    impl = getattr(built.config, "_attn_implementation", None)
+    if impl == "eager":
+        attention.append({"kernel": "eager", "calls": None, "reason": (
+            "attention: eager (S × S scores kept)" if sheet.attention == "eager" else
+            "the model soft-caps attention logits and SDPA has no soft-cap: transformers' "
+            "eager attention (S × S scores kept)")})
+    return PhaseRun(list(merged.values()), attention, notes, trainable,
+                    time.perf_counter() - start)
+
+
+def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
+    def hook(model) -> list[str]:
+        import torch
+
+        from .build import TORCH_DTYPES
+        from .quantized import quantize_linears
+        compute = getattr(torch, TORCH_DTYPES[dtype])
+        layers, values = quantize_linears(model, compute_dtype=compute,
+                                          double_quant=q.double_quant, converted=q.converted,
+                                          track=tracker.track)
+        notes = [f"bitsandbytes 4-bit: {layers} linear layers ({values} values) packed with "
+                 f"{'nested ' if q.double_quant else ''}absmax at their stored sizes; each matmul "
+                 f"dequantizes its layer to {dtype} (one-layer transient)"
+                 + ("; converted while loading (one 16-bit matrix at a time)" if q.converted
+                    else "")]
+        if q.prepare_kbit:
+            # peft prepare_model_for_kbit_training: every 16-bit parameter kept beside the
+            # 4-bit layers is cast to fp32 (param.data = param.data.to(torch.float32))
+            for p in model.parameters():
+                if p.dtype in (torch.float16, torch.bfloat16):
+                    p.data = p.data.to(torch.float32)
+            notes.append("prepare_model_for_kbit_training: kept 16-bit parameters cast to fp32")
+        return notes
+    return hook
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+class _KnownStorages:
+    """Names the storages the run can name, when a phase closes (see ``tracker.KnownStorages``)."""
+
+    def __init__(self, state: dict) -> None:
+        self.state = state
+
+    def __call__(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        model = self.state.get("model")
+        lora = self.state.get("lora", False)
+        if model is not None:
+            for name, buf in model.named_buffers():
+                out[id(buf.untyped_storage())] = ("quantization_metadata"
+                                                  if name.endswith("absmax") else "buffers")
+            for p in model.parameters():
+                cat = "lora_adapters" if lora and p.requires_grad else "parameters"
+                out[id(p.untyped_storage())] = cat
+                if p.grad is not None:
+                    out[id(p.grad.untyped_storage())] = "gradients"
+        opt = self.state.get("optimizer")
+        if opt is not None:
+            for value in _tensors(opt.state):
+                out.setdefault(id(value.untyped_storage()), "optimizer_states")
+        cache = self.state.get("cache")
+        if cache is not None:
+            for layer in getattr(cache, "layers", ()):
+                for name in ("keys", "values"):
+                    kv = getattr(layer, name, None)
+                    if kv is not None and hasattr(kv, "untyped_storage"):
+                        out[id(kv.untyped_storage())] = "kv_cache"
+        return out
+
+
+def _tensors(obj):
+    import torch
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors(v)
+
+
+def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -> int:
+    from contextlib import nullcontext
+
+    import torch
+
+    from .build import TORCH_DTYPES
+
+    def amp():
+        if autocast is None:
+            return nullcontext()
+        return torch.autocast("cpu", dtype=getattr(torch, TORCH_DTYPES[autocast]))
+
+    if autocast is not None:
+        notes.append(f"amp: forward under torch.autocast({autocast}); CPU autocast's op lists "
+                     "are used (matmul/linear/SDPA cast down as on CUDA; CUDA's fp32-forced ops "
+                     "that the model does not already run in fp32 may differ)")
+
+    from .optimizers import make_optimizer
+    t = sheet.training
+    model = built.model
+    state["lora"] = sheet.task in ("lora", "qlora")
+    params = [p for p in model.parameters() if p.requires_grad]
+    trainable = sum(p.numel() for p in params)
+    impl = t.optimizer_impl if rules.optimizer else "cpu-default"
+    micro = 2 if t.gradient_accumulation > 1 else 1
+
+    def micro_steps() -> None:
+        for _ in range(micro):
+            with tracker.phase("forward", known):
+                ids = torch.zeros((t.microbatch, t.sequence_length), dtype=torch.long)
+                labels = ids.clone()
+                with amp():
+                    loss = model(input_ids=ids, labels=labels).loss
+            with tracker.phase("backward", known):
+                (loss / t.gradient_accumulation).backward()
+                del loss, ids, labels
+
+    micro_steps()
+    with tracker.phase("optimizer_step", known):
+        if impl == "cpu-default":
+            opt = torch.optim.AdamW(params, lr=1e-5) if t.optimizer.startswith(
+                ("adamw", "paged-adamw-32")) else make_optimizer(t.optimizer, params, "for-loop")
+        else:
+            opt = make_optimizer(t.optimizer, params, impl)
+        state["optimizer"] = opt
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    # the second step's forward and backward run with the optimizer states live (the steady
+    # state of every later step); each phase keeps its largest peak
+    micro_steps()
+    with tracker.phase("optimizer_step", known):
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    notes.append("two optimizer steps ran: forward and backward peaks are those of the steady "
+                 "state (optimizer states live), the optimizer_step peak the larger of the first "
+                 "(states created) and the second")
+    if micro > 1:
+        notes.append(f"gradient_accumulation {t.gradient_accumulation}: the second micro-step of "
+                     "each step ran with the first one's gradients live (later ones repeat it)")
+    notes.append(f"optimizer {t.optimizer}, implementation "
+                 f"{impl if impl != 'cpu-default' else 'PyTorch CPU default (per-tensor loop)'}")
+    vmb = t.validation_microbatch or t.microbatch
+    model.eval()
+    with tracker.phase("validation", known), torch.no_grad():
+        ids = torch.zeros((vmb, t.sequence_length), dtype=torch.long)
+        labels = ids.clone()
+        with amp():
+            loss = model(input_ids=ids, labels=labels).loss
+        del loss, ids, labels
+    model.train()
+    return trainable
+
+
+def _run_inference(sheet, built, tracker, known, state) -> None:
+    import torch
+    from transformers import DynamicCache, StaticCache
+
+    inf = sheet.inference
+    model = built.model
+    model.eval()
+    config = built.config
+    full = inf.prompt_tokens + inf.new_tokens
+    keep = 0 if inf.logits == "all" else 1
+    static = inf.cache == "static"
+
+    def step(ids, cache):
+        out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=keep)
+        # generation/utils.py: next_token_logits = outputs.logits[:, -1, :].to(copy=True,
+        # dtype=torch.float32), then the argmax of greedy decoding
+        nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        del out
+        return nxt.argmax(dim=-1)
+
+    with torch.no_grad():
+        with tracker.phase("prefill", known):
+            cache = (StaticCache(config=config, max_cache_len=full) if static
+                     else DynamicCache(config=config))
+            state["cache"] = cache
+            ids = torch.zeros((inf.concurrency, inf.prompt_tokens), dtype=torch.long)
+            tok = step(ids, cache)
+            del ids
+        if not static:
+            # a fresh cache holding full − 1 tokens, outside any phase, so that the measured
+            # decode step reaches the full length
+            del tok
+            state["cache"] = cache = None
+            cache = DynamicCache(config=config)
+            state["cache"] = cache
+            if full - 1 > 0:
+                step(torch.zeros((inf.concurrency, full - 1), dtype=torch.long), cache)
+        with tracker.phase("decode", known):
+            ids = torch.zeros((inf.concurrency, 1), dtype=torch.long)
+            tok = step(ids, cache)
+            del ids, tok
