@@ -95,15 +95,23 @@ def _norm(facts: ModelFacts, t: int, width: int, c: int, *, weight_trained: bool
 
 
 def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel: str,
-                      parts: TrainedParts, residual_bytes: int | None = None) -> LayerActivations:
+                      parts: TrainedParts, residual_bytes: int | None = None,
+                      linear_out_bytes: int | None = None,
+                      attention_bytes: int | None = None) -> LayerActivations:
     """Bytes autograd saves in one decoder layer for ``batch`` sequences of ``seq`` tokens.
 
     See the module docstring for each term and its source. MLA (DeepSeek) is counted with its
     per-head q/k width (nope + rope) for q and k and v_head_dim for v, plus the fp32 latent norms.
     ``residual_bytes``: bytes per value of the residual stream (c, or 4 when fp32 embeddings and
-    norms promote it, PEFT ``prepare_model_for_kbit_training``).
+    norms promote it, PEFT ``prepare_model_for_kbit_training``). ``linear_out_bytes``: bytes of
+    the projections' outputs (bitsandbytes ``Linear4bit``/``Linear8bitLt`` cast their output back
+    to the input's dtype, fp32 after that promotion), so the MLP intermediates take that size;
+    ``attention_bytes``: bytes of what the attention kernel keeps (the projections' dtype, or c
+    when autocast casts the kernel's inputs).
     """
     r = residual_bytes or c
+    lo = linear_out_bytes or c
+    ab = attention_bytes or c
     t = batch * seq
     h = facts.hidden_size
     heads = facts.num_attention_heads
@@ -143,23 +151,21 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
         terms.append(f"MLA latents {t}×{latent}×(4+{c}) B")
     if kernel == "eager":
         rep = q if k < q else k
-        attn = c * t * (q + 2 * rep) + (4 + c) * batch * heads * seq * seq
+        attn = ab * t * (q + 2 * rep) + (4 + ab) * batch * heads * seq * seq
         attn += c * t * q if parts.o else 0
-        terms.append(f"eager attention c·T·(q + 2·{rep}) + (4 + c)·{batch}·{heads}·{seq}² B")
+        terms.append(f"eager attention {ab}·T·(q + 2·{rep}) + (4 + {ab})·{batch}·{heads}·{seq}² B")
     else:
-        attn = c * t * (2 * q + k + v) + 4 * batch * heads * seq
+        attn = ab * t * (2 * q + k + v) + 4 * batch * heads * seq
         attn += c * t * q if parts.o else 0
-        terms.append(f"attention (flash / memory-efficient) {c}·{t}·(2·{q} + {k} + {v}"
-                     f"{' + ' + str(q) if parts.o else ''}) + lse 4·{batch}·{heads}·{seq} B")
+        terms.append(f"attention (flash / memory-efficient) {ab}·{t}·(2·{q} + {k} + {v}) "
+                     f"{'+ ' + str(c) + '·' + str(t) + '·' + str(q) + ' ' if parts.o else ''}"
+                     f"+ lse 4·{batch}·{heads}·{seq} B")
     mlp = 0
     inter = facts.intermediate_size
     if inter:
-        if facts.gated_mlp:
-            n = 3 + (1 if parts.down else 0)
-        else:
-            n = 1 + (1 if parts.down else 0)
-        mlp = n * c * t * inter
-        terms.append(f"MLP {n} × {c}·{t}·{inter} B")
+        n = 3 if facts.gated_mlp else 1
+        mlp = n * lo * t * inter + (c * t * inter if parts.down else 0)
+        terms.append(f"MLP {n} × {lo}·{t}·{inter}{' + ' + str(c) + '·' + str(t) + '·' + str(inter) if parts.down else ''} B")
     moe_layer = 0
     if facts.moe is not None:
         e = facts.moe
@@ -168,8 +174,7 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
         routed = c * t * kk * (3 * ie + h + ((h + ie) if parts.experts else 0))
         shared = 0
         if e.num_shared_experts:
-            n = 3 + (1 if parts.down else 0)
-            shared = n * c * t * ie * e.num_shared_experts
+            shared = (3 * lo + (c if parts.down else 0)) * t * ie * e.num_shared_experts
         router = 4 * t * e.num_experts + (c * t * h if parts.experts else 0)
         moe_layer = routed + shared + router
         terms.append(f"MoE layer: router 4·{t}·{e.num_experts} B + top-{kk} routed tokens × "
@@ -197,7 +202,8 @@ def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, s
 
 def backward_layer_working(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel: str,
                            largest_dequantized: int = 0, largest_weight_grad: int = 0,
-                           residual_bytes: int | None = None) -> int:
+                           residual_bytes: int | None = None,
+                           linear_out_bytes: int | None = None) -> int:
     """Transient bytes while one layer runs backward (beyond what it saved).
 
     The gradient of the layer output and of the residual (2·c·T·h), the fp32 RMSNorm backward
@@ -209,7 +215,7 @@ def backward_layer_working(facts: ModelFacts, *, batch: int, seq: int, c: int, k
     t = batch * seq
     h = facts.hidden_size
     inter = facts.intermediate_size or (facts.moe.expert_intermediate_size if facts.moe else h)
-    out = 2 * (residual_bytes or c) * t * h + 8 * t * h + 3 * c * t * inter
+    out = 2 * (residual_bytes or c) * t * h + 8 * t * h + 3 * (linear_out_bytes or c) * t * inter
     if kernel == "eager":
         out += (4 + c) * batch * facts.num_attention_heads * seq * seq
     return out + largest_dequantized + largest_weight_grad

@@ -173,6 +173,10 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     items: list[Item] = []
     prepare = sheet.task == "qlora" and tr.prepare_kbit_training is not False
     residual = 4 if prepare else c
+    # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
+    linear_out = 4 if (prepare and runs in ("nf4", "fp4", "int8")) else c
+    # without autocast the attention kernel receives those fp32 projections as they are
+    attention_b = linear_out if not amp else c
 
     # -- weights (resident parameters) ---------------------------------------------------------
     for it in weight_items:
@@ -202,13 +206,20 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
 
     if prepare and c < 4:
         kept = sum(g.count for g in facts.params if g.role not in QUANTIZABLE_ROLES)
-        items.append(Item("prepare_kbit_upcast", kept * (4 - c), "estimated",
-                          tuple(p for p in phases if p != "load"),
+        largest_kept = max((g.largest_matrix for g in facts.params
+                            if g.role in ("embedding", "lm_head")), default=0)
+        # the cast runs right after loading, one parameter at a time: the largest 16-bit tensor
+        # and its fp32 copy coexist once
+        items.append(Item("prepare_kbit_upcast", kept * (4 - c) + largest_kept * c, "estimated",
+                          phases, 
                           "peft prepare_model_for_kbit_training (peft/utils/other.py) casts every "
                           "non-quantized fp16/bf16 parameter to fp32; TRL's SFTTrainer calls it for "
                           "quantized models (training.prepare_kbit_training: false when not)",
-                          f"{kept} kept parameters (embeddings, lm_head, norms) × (4 − {c}) B; the "
-                          "fp32 embeddings and norms also make the residual stream fp32"))
+                          f"{kept} kept parameters (embeddings, lm_head, norms) × (4 − {c}) B, "
+                          f"+ {largest_kept} × {c} B while the largest is cast (load); the fp32 "
+                          "embeddings and norms also make the residual stream fp32, and "
+                          "bitsandbytes linears return fp32 outputs",
+                          phase_bytes={p: kept * (4 - c) for p in phases if p != "load"}))
     linear_params = sum(g.count for g in facts.params
                         if g.role in (*QUANTIZABLE_ROLES, "lm_head")) + (
         facts.vocab_size * facts.hidden_size if facts.tie_word_embeddings else 0)
@@ -256,7 +267,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
 
     # -- activations and the backward sweep ----------------------------------------------------
     la = layer_activations(facts, batch=b, seq=s, c=c, kernel=kernel, parts=parts,
-                           residual_bytes=residual)
+                           residual_bytes=residual, linear_out_bytes=linear_out,
+                           attention_bytes=attention_b)
     n_layers = facts.num_layers
     moe_layers = facts.moe.moe_layers if facts.moe else 0
     saved = [la.saved_bytes] * (n_layers - moe_layers) + [la.moe_saved_bytes] * moe_layers
@@ -280,7 +292,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                  default=0) * p_bytes if full else 0)
     w_bwd = backward_layer_working(facts, batch=b, seq=s, c=c, kernel=kernel,
                                    largest_dequantized=dequant, largest_weight_grad=wgrad,
-                                   residual_bytes=residual)
+                                   residual_bytes=residual, linear_out_bytes=linear_out)
     ga = tr.gradient_accumulation
     prior = grads_total if ga > 1 else 0     # gradients kept between microbatches
     instants = []   # (label, activations, logits, gradients, working)
