@@ -15,12 +15,13 @@ from .memory.estimate import estimate_memory
 from .pipeline import resolve_facts
 from .sheet import Sheet
 
-__all__ = ["fit_inference", "fit_training", "fit"]
+__all__ = ["fit_inference", "fit_training", "fit", "largest_fitting"]
 
 
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Largest n in [lo, hi] with ok(n), assuming ok is monotone decreasing; None if ok(lo) fails."""
-    if not ok(lo):
+def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
+    """Largest n in [lo, hi] with ok(n), ok monotone decreasing (binary search); None when
+    ok(lo) fails or the range is empty."""
+    if lo > hi or not ok(lo):
         return None
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -50,10 +51,10 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     def with_inf(**kw) -> Sheet:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
 
-    conc = _largest(1, 1 << 16, lambda c: fits(with_inf(concurrency=c)))
+    conc = largest_fitting(1, 1 << 16, lambda c: fits(with_inf(concurrency=c)))
     window = facts.context_window_tokens or (1 << 22)
     max_prompt = window - inf.new_tokens
-    prompt = None if max_prompt < 1 else _largest(1, max_prompt,
+    prompt = None if max_prompt < 1 else largest_fitting(1, max_prompt,
                                                    lambda p: fits(with_inf(prompt_tokens=p)))
     answers = {
         "largest concurrency at the required length": conc,
@@ -84,9 +85,9 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     def with_tr(**kw) -> Sheet:
         return sheet.model_copy(update={"training": tr.model_copy(update=kw)})
 
-    mb = _largest(1, 1 << 14, lambda m: fits(with_tr(microbatch=m)))
+    mb = largest_fitting(1, 1 << 14, lambda m: fits(with_tr(microbatch=m)))
     window = facts.context_window_tokens or (1 << 22)
-    seq = _largest(1, window, lambda s: fits(with_tr(sequence_length=s)))
+    seq = largest_fitting(1, window, lambda s: fits(with_tr(sequence_length=s)))
     answers = {
         "largest microbatch at the required sequence_length": mb,
         "longest sequence_length at the required microbatch": seq,

@@ -39,10 +39,8 @@ def resolve_facts(sheet: Sheet, *, base_dir: Path | None = None) -> ModelFacts |
     m = sheet.model
     if m.parameters is not None:
         return None
-    from .model.resolve import resolve_model
-    path = m.path
-    if path is not None and base_dir is not None and not Path(path).expanduser().is_absolute():
-        path = str(Path(base_dir) / path)
+    from .model.resolve import model_folder, resolve_model
+    path = None if m.path is None else str(model_folder(m.path, base_dir))
     return resolve_model(model_id=m.id, revision=m.revision, path=path,
                          trust_remote_code=m.trust_remote_code)
 

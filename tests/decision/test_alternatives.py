@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-import pytest
 import yaml
 
 from gpusizer.catalog.cards import all_cards, require_card

@@ -19,10 +19,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..catalog.types import Card
 from ..errors import SheetError
+from ..fit import largest_fitting
 from ..memory.estimate import estimate_memory
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
@@ -156,19 +156,6 @@ def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
                        fit.fits, fit.reason, risks, **kw)
 
 
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Largest n in [lo, hi] with ok(n) (ok monotone decreasing), None if ok(lo) fails."""
-    if lo > hi or not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
     from ..catalog.cards import all_cards
     here = int(d.card.device_bytes.value)
@@ -224,7 +211,7 @@ def _shorter_cache(sheet, facts, card):
         return sheet.model_copy(update={"inference": inf.model_copy(
             update={"prompt_tokens": p, "new_tokens": n})})
 
-    best = _largest(2, total - 1, lambda t: check_fit(one(t), facts, card).fits is True)
+    best = largest_fitting(2, total - 1, lambda t: check_fit(one(t), facts, card).fits is True)
     if best is None:
         return None, "not even 2 tokens per sequence fit"
     p, n = shape(best)

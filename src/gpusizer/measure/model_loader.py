@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MeasureError, MeasureUnsupportedError
+from ..model.resolve import model_folder
 from ..sheet import Sheet
 
 __all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
@@ -53,9 +54,7 @@ def _model_source(sheet: Sheet, base_dir: Path | None) -> tuple[str, str | None]
                                       "model.path (a folder with config.json) or model.id",
                                       field="model.parameters", value=m.parameters)
     if m.path is not None:
-        p = Path(m.path).expanduser()
-        if not p.is_absolute() and base_dir is not None:
-            p = Path(base_dir) / p
+        p = model_folder(m.path, base_dir)
         if not (p / "config.json").is_file():
             raise MeasureUnsupportedError(f"expected a folder holding config.json, got {str(p)!r}",
                                           field="model.path", value=m.path)

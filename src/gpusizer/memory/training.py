@@ -24,7 +24,6 @@ unsharded gradients before its reduce-scatter, PyTorch FSDP docs).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from ..errors import SheetError
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts

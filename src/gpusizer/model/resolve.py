@@ -17,7 +17,16 @@ from .hub_access import hub_failures, hub_offline
 from .registry import facts_from_entry, find_entry
 from .safetensors_headers import hub_stored_tensors, local_stored_tensors
 
-__all__ = ["resolve_model"]
+__all__ = ["resolve_model", "model_folder"]
+
+
+def model_folder(path: str | Path, base_dir: str | Path | None) -> Path:
+    """The folder a sheet's ``model.path`` names: ``~`` expanded, and a relative path read from
+    ``base_dir`` (the sheet's folder), so a sheet means the same wherever it is run from."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
 
 
 def resolve_model(*, model_id: str | None, revision: str | None, path: str | Path | None,

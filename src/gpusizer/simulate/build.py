@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelError, ModelNotFoundError
+from ..model.resolve import model_folder
 from ..sheet import Sheet
 from .errors import SimulationError
 
@@ -40,10 +41,7 @@ def load_config_dict(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dic
                               "or model.path (a folder with config.json)",
                               field="model.parameters", value=m.parameters)
     if m.path is not None:
-        folder = Path(m.path).expanduser()
-        if not folder.is_absolute() and base_dir is not None:
-            folder = Path(base_dir) / folder
-        file = folder / "config.json"
+        file = model_folder(m.path, base_dir) / "config.json"
         return _read(file, field="model.path"), str(file)
     from huggingface_hub import hf_hub_download
 
