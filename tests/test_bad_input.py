@@ -162,3 +162,43 @@ def test_inconsistent_safetensors_header_is_an_error(tmp_path):
                          "inference: {prompt_tokens: 10, new_tokens: 10}\n")
     p = run_cli("estimate", s, check=2)
     assert "needs 32 B" in p.stderr
+
+
+LORA = ("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: lora\nweights: bf16\n"
+        "training: {sequence_length: 1024, microbatch: 2, ")
+
+
+@pytest.mark.parametrize("text,fragment", [
+    (LORA + "lora: {targets: []}}\n", "expected at least one module name"),
+    (LORA + "lora: {targets: q_proj}}\n", "expected 'default', 'all-linear' or a list"),
+    (LORA + "gradient_checkpointing: 'yes'}\n", "training.gradient_checkpointing"),
+    (LORA.replace("microbatch: 2", "microbatch: 10000000000") + "}\n",
+     "training.microbatch: expected an integer <= 2147483647"),
+    (OK + "budget: {max_usd: .inf}\n", "budget.max_usd"),
+    (OK.replace("inference: {", "inference: {engine: vllm, ")
+     + "placement: {gpus: 2, strategy: device-map}\n", "placement.strategy"),
+    (OK + "placement: {gpus: 100, strategy: device-map}\n",
+     "placement.gpus: device-map places whole decoder layers"),
+    (OK + "reserve: 1.1 GiB\n", "write it in a smaller unit or in bytes"),
+])
+def test_bad_values_are_refused_with_the_field(tmp_path, text, fragment):
+    p = run_cli("estimate", _sheet(tmp_path, text), check=2)
+    assert fragment in p.stderr and "Traceback" not in p.stderr
+
+
+def test_huge_reserve_is_exact_not_float_rounded(tmp_path):
+    doc = json.loads(run_cli("estimate", _sheet(tmp_path, OK + "reserve: 99999999999999999999 TiB\n"),
+                             "--format", "json").stdout)
+    assert doc["memory"]["reserve_bytes"] == 99999999999999999999 * 2**40
+
+
+def test_measure_on_cuda_without_cuda_is_an_input_error(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    tiny = REPO_ROOT / "tests" / "measure" / "data" / "tiny-llama-3.1"
+    sheet = _sheet(tmp_path, f"model: {{path: {tiny}}}\ntask: inference\nweights: bf16\n"
+                             "inference: {prompt_tokens: 16, new_tokens: 4}\n")
+    p = run_cli("measure", sheet, "--random-weights", "--out", str(tmp_path / "o"),
+                "--device", "cuda", check=2)
+    assert "--device" in p.stderr and "Traceback" not in p.stderr

@@ -64,8 +64,13 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     }
     notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
              "`gpusizer measure`",
-             f"search bounded by the context window {window} tokens and 65536 sequences",
-             "null: not even one sequence of the required length fits"]
+             f"search bounded by the context window {window} tokens and 65536 sequences"]
+    if conc is None:
+        notes.append("null: not even one sequence of the required length fits; "
+                     + _why(with_inf(concurrency=1), facts, card, device, "concurrency 1"))
+    elif prompt is None:
+        notes.append("null: not even a one-token prompt fits at this concurrency; "
+                     + _why(with_inf(prompt_tokens=1), facts, card, device, "a 1-token prompt"))
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
@@ -99,8 +104,13 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
              f"search bounded by the context window {window} tokens and 16384 sequences per "
              "microbatch",
              "to keep tokens per update when the microbatch shrinks, raise "
-             "gradient_accumulation by the same factor (R12)",
-             "null: not even a microbatch of one sequence of the required length fits"]
+             "gradient_accumulation by the same factor (R12)"]
+    if mb is None:
+        notes.append("null: not even a microbatch of one sequence of the required length fits; "
+                     + _why(with_tr(microbatch=1), facts, card, device, "microbatch 1"))
+    elif seq is None:
+        notes.append("null: not even one token per sequence fits at this microbatch; "
+                     + _why(with_tr(sequence_length=1), facts, card, device, "1 token"))
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
@@ -118,6 +128,21 @@ def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[st
                      + ") were left out of the peaks")
     return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
             "answers": answers, "notes": notes}
+
+
+def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:
+    """Why the smallest dimension does not fit, in figures."""
+    from .units import fmt_bytes
+    try:
+        est = estimate_memory(smallest, facts, card=card)
+    except SheetError as exc:
+        return f"at {what}: {exc.reason}"
+    peak = est.device_peak_bytes
+    shown = (f"the estimated device peak is {fmt_bytes(peak)}" if peak is not None else
+             f"the known part of the peak is {fmt_bytes(max(p.known_bytes for p in est.phases))}")
+    return (f"at {what} {shown} + margin {fmt_bytes(smallest.margin.of(device))} vs the device's "
+            f"{fmt_bytes(device)}; the certain lower bound alone ({est.lower_bound_covers}) is "
+            f"{fmt_bytes(est.lower_bound_bytes)}")
 
 
 def _setup(sheet: Sheet, card: Card, base_dir):

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, StrictBool,
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
 from .errors import SheetError
@@ -44,7 +44,9 @@ def _parse_memory(value: Any) -> int:
 
 
 MemoryBytes = Annotated[int, BeforeValidator(_parse_memory), WithJsonSchema(_MEMORY_SCHEMA)]
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+# Counts (tokens, sequences, ranks, GPUs) are at most 2**31 - 1: CUDA kernels index with 32-bit
+# integers in places, and no real workload comes near; a larger value is a typo, refused.
+PositiveInt = Annotated[int, Field(strict=True, ge=1, le=2**31 - 1)]
 
 
 class Margin(BaseModel):
@@ -115,8 +117,9 @@ class ModelRef(_Block):
     revision: str = Field("main", min_length=1,
                           description="commit sha, tag or branch; recorded on every output")
     path: str | None = Field(None, description="folder holding config.json (+ safetensors)")
-    parameters: PositiveInt | None = Field(None, description="bare dense parameter count")
-    trust_remote_code: bool = Field(False, description="never execute remote model code unless true")
+    parameters: Annotated[int, Field(strict=True, ge=1)] | None = Field(
+        None, description="bare dense parameter count")
+    trust_remote_code: StrictBool = Field(False, description="never execute remote model code unless true")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "ModelRef":
@@ -131,7 +134,7 @@ class ModelRef(_Block):
 class Quantization(_Block):
     prequantized: Literal["auto", True, False] = "auto"
     group_size: PositiveInt = 128
-    double_quant: bool = False
+    double_quant: StrictBool = False
     compute_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
 
 
@@ -143,7 +146,7 @@ class Inference(_Block):
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8"] = "auto"
     cache: Literal["dynamic", "static"] = "dynamic"
     logits: Literal["last", "all"] = "last"
-    length_negotiable: bool = False
+    length_negotiable: StrictBool = False
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     max_num_batched_tokens: PositiveInt = 8192
     max_num_seqs: PositiveInt = Field(256, description="vllm only: sequences the profile run samples "
@@ -156,17 +159,38 @@ class Inference(_Block):
         return self.prompt_tokens + self.new_tokens
 
 
+def _lora_targets(value: Any) -> str | list[str]:
+    """``default``, ``all-linear`` or a non-empty list of module names (PEFT refuses none)."""
+    if isinstance(value, str):
+        if value in ("default", "all-linear"):
+            return value
+        raise ValueError(f"expected 'default', 'all-linear' or a list of module names such as "
+                         f"[q_proj, v_proj], got {value!r}")
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("expected at least one module name (PEFT adapts nothing with an "
+                             "empty list), got []")
+        bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+        if bad:
+            raise ValueError(f"expected module names (strings), got {bad[0]!r}")
+        return value
+    raise ValueError(f"expected 'default', 'all-linear' or a list of module names, got {value!r}")
+
+
 class Lora(_Block):
     rank: PositiveInt = 16
     alpha: Annotated[float, Field(ge=0)] = 0
-    targets: Literal["default", "all-linear"] | list[str] = "default"
+    targets: Annotated[str | list[str], BeforeValidator(_lora_targets),
+                       WithJsonSchema({"anyOf": [{"enum": ["default", "all-linear"]},
+                                                 {"type": "array", "items": {"type": "string"},
+                                                  "minItems": 1}]})] = "default"
 
 
 class Training(_Block):
     sequence_length: PositiveInt
     microbatch: PositiveInt
     gradient_accumulation: PositiveInt = 1
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: StrictBool = False
     precision: Literal["pure", "amp"] = "pure"
     optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "paged-adamw-32bit", "sgd",
                        "sgd-momentum", "adafactor"] = "adamw"
@@ -174,7 +198,7 @@ class Training(_Block):
     validation_microbatch: Annotated[int, Field(strict=True, ge=0)] = 0
     export: Literal["none", "adapter", "merged", "full"] = "none"
     lora: Lora = Lora()
-    prepare_kbit_training: bool | None = None
+    prepare_kbit_training: StrictBool | None = None
 
 
 class Placement(_Block):
@@ -205,8 +229,8 @@ class Quality(_Block):
 
 
 class Budget(_Block):
-    max_usd: Annotated[float, Field(gt=0)] | None = None
-    days: Annotated[float, Field(gt=0)] | None = None
+    max_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    days: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     deadline: dt.date | None = None
 
 

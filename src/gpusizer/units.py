@@ -7,7 +7,7 @@ The seed's worked check: 24 × 10**9 B = 22.35 GiB.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 from .errors import SheetError
 
@@ -66,11 +66,15 @@ def parse_bytes(text: object, *, field: str = "memory") -> int:
             f"unknown unit {unit!r} in {text!r}; expected one of {', '.join(UNIT_BYTES)} "
             "(case-sensitive: 'GB' is 10^9 bytes, 'GiB' is 2^30 bytes)", field=field, value=text)
     try:
-        exact = Decimal(number) * UNIT_BYTES[unit]
+        with localcontext() as ctx:
+            ctx.prec = len(number) + 20   # exact: no digit of a long number is rounded away
+            exact = Decimal(number) * UNIT_BYTES[unit]
+            whole = exact == exact.to_integral_value()
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
         raise SheetError(f"cannot read the number in {text!r}", field=field, value=text) from exc
-    if exact != exact.to_integral_value():
-        raise SheetError(f"{text!r} is not a whole number of bytes", field=field, value=text)
+    if not whole:
+        raise SheetError(f"{text!r} is not a whole number of bytes ({exact} B): write it in a "
+                         "smaller unit or in bytes", field=field, value=text)
     return int(exact)
 
 

@@ -135,9 +135,19 @@ def test_qlora_prepare_kbit_training_upcasts_kept_modules():
     # at load, the largest (the 128256 × 4096 embedding) also exists once in bf16 while cast
     assert on["prepare_kbit_upcast"].bytes == kept * 2 + V * H * 2
     assert "prepare_kbit_upcast" not in off
-    # the fp32 residual stream doubles the checkpointed layer inputs (T = 4096 tokens), and
-    # autocast's bf16 copy of the frozen fp32 lm_head is saved for the input gradient
-    assert on["activations"].bytes - off["activations"].bytes == L * 4096 * H * 2 + V * H * 2
+    # the fp32 residual stream doubles the checkpointed layer inputs (T = 4096 tokens)
+    assert on["activations"].bytes - off["activations"].bytes == L * 4096 * H * 2
+    # the fp32 lm_head makes fp32 logits: no separate fp32 copy in the loss (4 + 4 vs 2 + 4 + 4)
+    assert on["logits"].phase_bytes["forward"] == 4096 * V * 8
+    assert off["logits"].phase_bytes["forward"] == 4096 * V * 10
+    # under autocast (amp), the logits are 16-bit again and autocast's bf16 copy of the frozen
+    # fp32 lm_head is saved for the input gradient
+    amp_on = _items(_est(task="qlora", weights="nf4", gradient_checkpointing=True,
+                         precision="amp"))
+    amp_off = _items(_est(task="qlora", weights="nf4", gradient_checkpointing=True,
+                          precision="amp", prepare_kbit_training=False))
+    assert amp_on["activations"].bytes - amp_off["activations"].bytes == \
+        L * 4096 * H * 2 + V * H * 2
     # bitsandbytes returns fp32 outputs then: the recomputed layer's MLP keeps gate, act and up
     # in fp32 (3 × 2 more bytes × T × I), and SDPA (no autocast) gets fp32 q, k, v, output
     assert f"MLP 3 × 4·4096·{I}" in on["activations"].formula

@@ -152,8 +152,13 @@ def require_card(name: str, memory_bytes: int | None = None) -> Card:
     if match.card is not None:
         return match.card
     if match.candidates:
-        raise UnknownCardError(f"{match.reason}; name one of: {', '.join(match.candidates)}",
-                               field="card", value=name)
+        listed = [c for c in match.candidates if lookup_card(c) is not None]
+        unlisted = [c for c in match.candidates if c not in listed]
+        text = f"{match.reason}; name one of: {', '.join(listed)}" if listed else match.reason
+        if unlisted:
+            text += (f" ({', '.join(unlisted)}: not in the card table, so not sizable by name; "
+                     "add the card to gpusizer/data/cards.yaml with its sources)")
+        raise UnknownCardError(text, field="card", value=name)
     close = close_card_names(name)
     hint = (f"close matches: {', '.join(close)}" if close
             else "no close match; `gpusizer` knows the names in gpusizer/data/cards.yaml")

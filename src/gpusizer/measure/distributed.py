@@ -67,8 +67,9 @@ def init_distributed(sheet: Sheet, device: str | None = None) -> Distributed:
         device: ``"cpu"`` or ``"cuda"`` to force one (default: CUDA when available).
 
     Raises:
-        MeasureUnsupportedError: a placement this harness does not implement, or a world size
-            different from ``placement.gpus``.
+        MeasureUnsupportedError: a placement this harness does not implement, a world size
+            different from ``placement.gpus``, or ``--device cuda`` where torch sees no CUDA
+            device (a CPU-only build, or no GPU).
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -84,6 +85,16 @@ def init_distributed(sheet: Sheet, device: str | None = None) -> Distributed:
                                       f"torchrun --nproc_per_node {sheet.placement.gpus})",
                                       field="placement.gpus", value=sheet.placement.gpus)
     use_cuda = torch.cuda.is_available() if device is None else device == "cuda"
+    if use_cuda and not torch.cuda.is_available():
+        why = ("this torch is a CPU-only build" if torch.version.cuda is None
+               else "torch sees no CUDA device")
+        raise MeasureUnsupportedError(f"--device cuda, but {why} (torch {torch.__version__}); "
+                                      "install a CUDA build of torch on a GPU machine, or use "
+                                      "--device cpu", field="--device", value=device)
+    if use_cuda and local >= torch.cuda.device_count():
+        raise MeasureUnsupportedError(f"LOCAL_RANK {local} but only {torch.cuda.device_count()} "
+                                      "CUDA device(s) are visible", field="placement.gpus",
+                                      value=sheet.placement.gpus)
     dev = torch.device("cuda", local) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(dev)

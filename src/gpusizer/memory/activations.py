@@ -188,15 +188,17 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
 def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, str]:
     """Logits memory in training: ``(forward loss peak, backward start, formula)`` in bytes.
 
-    Forward: lm_head output c·T·V + fp32 copy 4·T·V + kept fp32 log_softmax 4·T·V.
+    Forward: lm_head output c·T·V + fp32 copy 4·T·V + kept fp32 log_softmax 4·T·V (``c`` = 4:
+    the logits are already fp32 and ``.float()`` copies nothing).
     Backward start: kept log_softmax + its incoming gradient + the produced gradient, 3 × 4·T·V
     (transformers ``ForCausalLMLoss`` → ``cross_entropy``; HF Trainer drops the model output,
     hence the 16-bit logits, before ``backward``).
     """
     v = facts.vocab_size
-    fwd = tokens * v * (c + 8)
+    copy = 4 if c < 4 else 0
+    fwd = tokens * v * (c + copy + 4)
     bwd = tokens * v * 12
-    return fwd, bwd, (f"forward {tokens}×{v}×({c} + 4 + 4) B; backward start 3 × 4 × "
+    return fwd, bwd, (f"forward {tokens}×{v}×({c} + {copy} + 4) B; backward start 3 × 4 × "
                       f"{tokens}×{v} B")
 
 

@@ -158,6 +158,15 @@ class MemoryEstimate:
     stored_format: str | None = None
     training: object | None = None
 
+    @property
+    def lower_bound_covers(self) -> str:
+        """What ``lower_bound_bytes`` sums."""
+        if self.training is not None:
+            if getattr(self.training, "lora_targets", ()):
+                return "weights, LoRA adapters, their gradients and optimizer states"
+            return "weights, gradients and optimizer states"
+        return "weights and KV cache"
+
     def item(self, name: str) -> Item:
         """The item called ``name`` (KeyError when absent)."""
         for it in self.items:

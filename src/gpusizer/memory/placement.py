@@ -65,7 +65,8 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     """The heaviest GPU's share for inference.
 
     Raises:
-        SheetError: a training-only strategy (zero2, fsdp) for inference.
+        SheetError: a training-only strategy (zero2, fsdp) for inference; device-map with vLLM
+            (an accelerate placement vLLM does not use) or with more GPUs than decoder layers.
     """
     one = Fraction(1)
     if strategy == "single" or gpus == 1:
@@ -94,6 +95,14 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                      f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
                      "replicated, negligible)")
     # device-map: contiguous layer runs
+    if engine == "vllm":
+        raise SheetError("device-map is accelerate's layer placement for transformers; vLLM "
+                         "splits a model with tensor-parallel (or pipeline parallelism, not "
+                         "sized here)", field="placement.strategy", value=strategy)
+    if facts is not None and gpus > facts.num_layers:
+        raise SheetError(f"device-map places whole decoder layers: {gpus} GPUs for "
+                         f"{facts.num_layers} layers would leave GPUs empty; use at most "
+                         f"{facts.num_layers}", field="placement.gpus", value=gpus)
     if facts is None:
         return Share(gpus, strategy, 1, Fraction(1, gpus), Fraction(1, gpus), concurrency,
                      f"1/{gpus} of the weights per GPU (bare count: no layer structure)")

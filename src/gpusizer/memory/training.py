@@ -174,8 +174,10 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     residual = 4 if prepare else c
     # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
     linear_out = 4 if (prepare and runs in ("nf4", "fp4", "int8")) else c
-    # without autocast the attention kernel receives those fp32 projections as they are
+    # without autocast the attention kernel receives those fp32 projections as they are, and the
+    # fp32 lm_head makes fp32 logits
     attention_b = linear_out if not amp else c
+    logits_b = 4 if (prepare and not amp) else c
 
     # -- weights (resident parameters) ---------------------------------------------------------
     for it in weight_items:
@@ -198,6 +200,11 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                           "target matching (gpusizer/memory/lora.py)",
                           f"rank {tr.lora.rank}: {adapters.formula} × {p_bytes} B ({p_dtype})"
                           + (f" ÷ {shard}" if shard > 1 else "")))
+        small = [m.path for m in adapters.modules if tr.lora.rank >= min(m.rows, m.cols)]
+        if small:
+            notes.append(f"LoRA rank {tr.lora.rank} is not below the smallest side of "
+                         f"{', '.join(small)}: those adapters hold at least as many parameters "
+                         "as a full update of the matrix (sized as asked)")
         if not amp and c < 4:
             notes.append("precision pure keeps LoRA adapters in the compute dtype; PEFT's "
                          "default (autocast_adapter_dtype=True) upcasts them to fp32, which "
@@ -274,10 +281,10 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     ckpt = tr.gradient_checkpointing
     kept = [la.input_bytes] * n_layers if ckpt else saved
     final_norm = 4 * t * facts.hidden_size + (2 * c * t * facts.hidden_size if full else 0)
-    if prepare and c < 4:
+    if prepare and amp and c < 4:
         # the fp32 lm_head is frozen: autocast's 16-bit copy of it is saved for the input gradient
         final_norm += facts.vocab_size * facts.hidden_size * c
-    fwd_logits, bwd_logits, logits_text = logits_bytes(facts, tokens=t, c=c)
+    fwd_logits, bwd_logits, logits_text = logits_bytes(facts, tokens=t, c=logits_b)
     head_params = facts.vocab_size * facts.hidden_size if full else 0
     embed_at_end = head_params if (full and not facts.tie_word_embeddings) else 0
     layer_grads = (grads_total - (head_params + embed_at_end) * p_bytes // state_shard)
@@ -339,12 +346,14 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     val = forward_working_bytes(facts, batch=vb, q_tokens=s, kv_tokens=s, dtype_bytes=c,
                                 kernel=kernel, logits_positions=s, logits_fp32_copies=0,
                                 weights_format=runs)
-    loss = vb * s * facts.vocab_size * 8
+    # the forward above sized the logits in c; fp32 logits add (4 − c) and need no fp32 copy
+    per_logit = (logits_b - c) + (4 if logits_b < 4 else 0) + 4
+    loss = vb * s * facts.vocab_size * per_logit
     items.append(Item("validation_working", val.total_bytes + loss, "estimated", ("validation",),
                       "forward without gradients (gpusizer/memory/working_memory.py) + the "
                       "loss's fp32 copy and log_softmax",
                       f"validation microbatch {vb}: {val.formula}; loss {vb}×{s}×"
-                      f"{facts.vocab_size}×8 B"))
+                      f"{facts.vocab_size}×{per_logit} B"))
 
     # -- export --------------------------------------------------------------------------------
     export_bytes, export_item = _export(sheet, facts, adapters, runs, c, p_bytes)

@@ -54,8 +54,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "device_peak_bytes": est.device_peak_bytes,
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
-        "lower_bound_covers": ("weights, LoRA adapters, gradients and optimizer states"
-                               if est.training is not None else "weights and KV cache"),
+        "lower_bound_covers": est.lower_bound_covers,
         "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
         "vllm": _vllm(est.vllm), "training": _training(est), "notes": list(est.notes),
     }

@@ -57,8 +57,7 @@ def simulation_sections(doc: dict[str, Any]) -> list[Section]:
     s = doc["simulation"]
     diff = s["difference_to_estimate"]
     rows = [(p["phase"], _b(p["simulated_peak_bytes"]), _b(p["estimate_peak_bytes"]),
-             _b(p["difference_bytes"]) if p["difference_bytes"] is None or
-             p["difference_bytes"] >= 0 else "-" + _b(-p["difference_bytes"]))
+             _b(p["difference_bytes"]))
             for p in diff["phases"]]
     item_rows = [(i["item"], i["phase"], _b(i["simulated_bytes"]),
                   ", ".join(i["estimate_items"]) or "none", _b(i["estimate_bytes"]))
