@@ -273,9 +273,10 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
     for fmt in tries:
         if fmt == "bf16" and not bf16_ok or fmt == "fp16" and bf16_ok and "bf16" in tries:
             continue  # one 16-bit step: bf16 where the card has it, else fp16
+        # one change: the base's format. LoRA stays LoRA on the lower-precision frozen base
+        # (switching to task qlora would also bring prepare_model_for_kbit_training's fp32
+        # upcast, a second change that raises the activations)
         update: dict = {"weights": fmt}
-        if task == "lora" and fmt in ("nf4", "fp4"):
-            update["task"] = "qlora"
         one = sheet.model_copy(update=update)
         fit = check_fit(one, facts, card)
         if fit.fits is False or fit.estimate is None:
@@ -288,8 +289,7 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
                  "throughput": ("bitsandbytes dequantizes weights in every matmul: slower than "
                                 "16-bit kernels" if fmt in _BNB else "16-bit kernels")}
         changes = {k: v for k, v in update.items()}
-        out.append(_alt("lower_precision", f"weights {fmt} instead of {runs}"
-                        + (" (task qlora)" if update.get("task") else ""), changes, card, fit,
+        out.append(_alt("lower_precision", f"weights {fmt} instead of {runs}", changes, card, fit,
                         risks, quality_state=crit.state))
     return out, why
 
