@@ -155,11 +155,22 @@ def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
 
 
 def _double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
-    inf = sheet.inference
+    """The estimate at twice the required length (R15: a longer real input moves the peak)."""
+    from .units import fmt_bytes
+    inf, tr = sheet.inference, sheet.training
+    if facts is not None and tr is not None:
+        doubled = sheet.model_copy(update={"training": tr.model_copy(update={
+            "sequence_length": 2 * tr.sequence_length})})
+        try:
+            est = estimate_memory(doubled, facts)
+        except SheetError as exc:
+            return (f"twice the training length ({2 * tr.sequence_length} tokens) is "
+                    f"impossible: {exc.reason}")
+        return (f"twice the training length ({2 * tr.sequence_length} tokens per sequence): "
+                f"estimated device peak {fmt_bytes(est.device_peak_bytes)} per GPU "
+                f"(activations {fmt_bytes(est.item('activations').bytes)}, logits "
+                f"{fmt_bytes(est.item('logits').bytes)})")
     if inf is None or facts is None:
-        if sheet.training is not None:
-            return (f"twice the training length ({2 * sheet.training.sequence_length} tokens) "
-                    "raises activations: not sized by this version")
         return None
     doubled = sheet.model_copy(update={"inference": inf.model_copy(update={
         "prompt_tokens": 2 * inf.prompt_tokens, "new_tokens": 2 * inf.new_tokens})})
@@ -167,7 +178,6 @@ def _double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
         est = estimate_memory(doubled, facts)
     except SheetError as exc:
         return f"twice the length ({2 * inf.tokens_per_sequence} tokens) is impossible: {exc.reason}"
-    from .units import fmt_bytes
     return (f"twice the length ({2 * inf.tokens_per_sequence} tokens per sequence): estimated "
             f"device peak {fmt_bytes(est.device_peak_bytes)} per GPU (KV cache "
             f"{fmt_bytes(est.item('kv_cache').bytes)})")
