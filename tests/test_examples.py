@@ -98,4 +98,7 @@ def test_llama31_8b_qlora(truth):
     # paged 8-bit AdamW: adapter tensors are all < 1e5 values except the MLP ones (16 × 14336)
     assert items["optimizer_states"]["bytes"] > 0 and items["optimizer_states_paged"]["bytes"] > 0
     assert doc["memory"]["training"]["export_bytes"] == 32 * per_layer * 2
+    # R15: twice the length is sized, and it is larger
+    doubled = next(x for x in doc["invalidators"] if x.startswith("twice the training length"))
+    assert "8192 tokens per sequence: estimated device peak" in doubled
     print({p["name"]: p["peak_bytes"] for p in doc["memory"]["phases"]})
