@@ -100,5 +100,5 @@ def test_llama31_8b_qlora(truth):
     assert doc["memory"]["training"]["export_bytes"] == 32 * per_layer * 2
     # R15: twice the length is sized, and it is larger
     doubled = next(x for x in doc["invalidators"] if x.startswith("twice the training length"))
-    assert "8192 tokens per sequence: estimated device peak" in doubled
+    assert "(8192 tokens per sequence): estimated device peak" in doubled
     print({p["name"]: p["peak_bytes"] for p in doc["memory"]["phases"]})
