@@ -1,14 +1,16 @@
 """int8, fp8, GPTQ and AWQ linears on fake tensors, by their stored tensors' exact sizes.
 
-Per linear of ``in`` inputs and ``out`` outputs, with ``G = ⌈in / group_size⌉`` groups (one group
-when ``group_size`` ≤ 0) and fp8 blocks ``(bo, bi)``:
+Per linear of ``in`` inputs and ``out`` outputs, with ``G = ⌈in / group_size⌉`` groups (one
+group when ``group_size`` ≤ 0) and fp8 blocks ``(bo, bi)``:
 
 - int8 (bitsandbytes LLM.int8): ``weight`` int8 [out, in] + ``SCB`` fp32 [out] (row absmax).
   The matmul quantizes the input row-wise (int8 [T, in] + fp32 [T]), multiplies into int32
   [T, out] and dequantizes to fp16 [T, out] before casting to the input's dtype: a per-call
-  transient of ``T·in + 4T + 4·T·out + 2·T·out`` bytes (gpusizer estimate ``_linear_transient``).
-  Its backward dequantizes the whole weight (``CB.to(dtype_A).mul_(SCB / 127)``) for the input
-  gradient: a one-layer transient of out·in × the input's bytes.
+  transient of ``T·in + 4T + 4·T·out + 2·T·out`` bytes (estimate's ``_linear_transient``).
+  Its backward dequantizes the whole weight (``CB.to(dtype_A).mul_(SCB / 127)``) for the
+  input gradient: a one-layer transient of out·in × the input's bytes. Not modelled: the fp16
+  copy of a bf16 input (``A.to(float16)``) and the outlier columns above
+  ``llm_int8_threshold`` (data-dependent), both outside estimate's formula too.
   Sources: bitsandbytes ``nn/modules.py`` (``Int8Params``, ``Linear8bitLt``),
   ``autograd/_functions.py`` (``MatMul8bitLt``), ``functional.py`` (``int8_vectorwise_quant``,
   ``int8_linear_matmul``, ``int8_mm_dequant``); Dettmers et al. 2022 §3.
