@@ -185,3 +185,62 @@ def test_expert_packing_formats_refuse_moe(shared_dir, write_model, fmt):
     with pytest.raises(UnsupportedBySimulation, match="routed experts") as e:
         simulate_memory(sheet, facts)
     assert e.value.field == "weights"
+
+
+def test_int8_checkpoint_from_its_own_config(shared_dir, write_model):
+    # a real LLM.int8 checkpoint (load_in_8bit): weights auto runs int8 as stored, no conversion
+    cfg = real_config(shared_dir, "jeevanchaps--Meta-Llama3.1-8B-Instruct-assessment")
+    cfg["num_hidden_layers"] = 2
+    folder = write_model(cfg)
+    sheet = parse_sheet({"model": {"path": str(folder)}, "task": "inference", "weights": "auto",
+                         "inference": {"prompt_tokens": 128, "new_tokens": 2}})
+    facts = facts_from_config(cfg, model_id="x", revision="main", source="path",
+                              source_detail="x", file="config.json")
+    r = simulate_memory(sheet, facts)
+    est = estimate_memory(sheet, facts)
+    assert r.memory.weights_format == "int8" and r.memory.stored_format == "int8"
+    for item in ("weights", "quantization_metadata"):
+        assert r.memory.item(item).bytes == est.item(item).bytes
+    assert r.memory.item("quantization_metadata").bytes == _metadata_by_hand("int8")
+    assert "load" not in r.memory.item("temporaries").phase_bytes
+
+
+@pytest.mark.parametrize("group_size", [32, -1])
+def test_gptq_group_size_follows_sheet_or_checkpoint(eight_b, write_model, group_size):
+    # 32 from the sheet; -1 (one group per output row) only a checkpoint's config can say
+    cfg = dict(eight_b)
+    if group_size < 0:
+        cfg["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": -1,
+                                      "desc_act": False, "sym": True}
+        body = {"weights": "auto"}
+    else:
+        body = {"weights": "gptq-int4",
+                "quantization": {"prequantized": True, "group_size": group_size}}
+    folder = write_model(cfg)
+    sheet = parse_sheet({"model": {"path": str(folder)}, "task": "inference", **body,
+                         "inference": {"prompt_tokens": 64, "new_tokens": 2}})
+    facts = facts_from_config(cfg, model_id="x", revision="main", source="path",
+                              source_detail="x", file="config.json")
+    r = simulate_memory(sheet, facts)
+    est = estimate_memory(sheet, facts)
+    meta = r.memory.item("quantization_metadata").bytes
+    assert meta == est.item("quantization_metadata").bytes
+    groups = [1 if group_size < 0 else i // group_size for _, i in LAYER]
+    assert meta == 2 * sum(2 * g * o + 4 * g * (o // 8) + 4 * i
+                           for g, (o, i) in zip(groups, LAYER, strict=True))
+
+
+def test_int8_backward_dequantizes_the_whole_weight():
+    # MatMul8bitLt.backward: CB.to(dtype_A).mul_(SCB / 127), then grad_output @ CB
+    tracker = LiveTracker(block_bytes=1)
+    with FakeTensorMode(), tracker:
+        layer = PackedLinear("int8", 4096, 1024, bias=None, compute_dtype=torch.bfloat16,
+                             loaded=False)
+        x = torch.empty((8, 4096), dtype=torch.bfloat16, requires_grad=True)
+        y = layer(x)
+        grad_out = torch.empty_like(y)
+        with tracker.phase("backward"):
+            (g,) = torch.autograd.grad(y, x, grad_out)
+        assert g.shape == x.shape
+    (bwd,) = tracker.peaks
+    assert bwd.by_category["temporaries"] == 1024 * 4096 * 2
