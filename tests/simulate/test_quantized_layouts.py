@@ -13,7 +13,7 @@ from gpusizer.sheet import parse_sheet
 from gpusizer.simulate.engine import simulate_memory
 from gpusizer.simulate.errors import UnsupportedBySimulation
 from gpusizer.simulate.quantized_layouts import PackedLinear, stored_tensors
-from gpusizer.simulate.tracker import LiveTracker
+from gpusizer.simulate.tracker import LiveTracker, allocator_bytes
 
 from .conftest import real_config
 
@@ -244,3 +244,46 @@ def test_int8_backward_dequantizes_the_whole_weight():
         assert g.shape == x.shape
     (bwd,) = tracker.peaks
     assert bwd.by_category["temporaries"] == 1024 * 4096 * 2
+
+
+def _two_layers(shared_dir, write_model, folder, quantization_config=None):
+    cfg = real_config(shared_dir, folder)
+    cfg["num_hidden_layers"] = 2
+    cfg.pop("quantization_config", None)
+    if quantization_config:
+        cfg["quantization_config"] = quantization_config
+    facts = facts_from_config(cfg, model_id="x", revision="main", source="path",
+                              source_detail="x", file="config.json")
+    return write_model(cfg), facts
+
+
+@pytest.mark.parametrize("folder", ["Qwen--Qwen2.5-1.5B", "mistralai--Mistral-7B-v0.3",
+                                    "google--gemma-2-9b", "microsoft--phi-4"])
+@pytest.mark.parametrize("fmt", ["gptq-int4", "awq-int4", "int8"])
+def test_families_match_estimate_to_the_byte(shared_dir, write_model, folder, fmt):
+    # biases (Qwen2), fused qkv / gate_up (Phi-4), tied embeddings (Gemma 2), GQA (Mistral)
+    path, facts = _two_layers(shared_dir, write_model, folder)
+    q = {"prequantized": True} if fmt != "int8" else {}
+    sheet = parse_sheet({"model": {"path": str(path)}, "task": "inference", "weights": fmt,
+                         "quantization": q, "inference": {"prompt_tokens": 32, "new_tokens": 2}})
+    r = simulate_memory(sheet, facts)
+    est = estimate_memory(sheet, facts)
+    for item in ("weights", "quantization_metadata"):
+        assert r.memory.item(item).bytes == est.item(item).bytes
+
+
+def test_fp8_small_scale_tensors_round_as_the_allocator(shared_dir, write_model):
+    # Qwen2.5-1.5B: k/v 256 × 1536 → weight_scale_inv [2, 12] fp32 = 96 B, booked 512 B by the
+    # CUDA caching allocator; estimate counts the stored bytes
+    path, facts = _two_layers(shared_dir, write_model, "Qwen--Qwen2.5-1.5B", FP8_CONFIG)
+    sheet = parse_sheet({"model": {"path": str(path)}, "task": "inference", "weights": "auto",
+                         "inference": {"prompt_tokens": 32, "new_tokens": 2}})
+    r = simulate_memory(sheet, facts)
+    est = estimate_memory(sheet, facts)
+    h, inter = 1536, 8960
+    shapes = [(h, h), (256, h), (256, h), (h, h), (inter, h), (inter, h), (h, inter)]
+    stored = [4 * (-(-o // 128)) * (-(-i // 128)) for o, i in shapes]
+    assert est.item("quantization_metadata").bytes == 2 * sum(stored)
+    assert r.memory.item("quantization_metadata").bytes == 2 * sum(
+        allocator_bytes(b) for b in stored)
+    assert r.memory.item("weights").bytes == est.item("weights").bytes
