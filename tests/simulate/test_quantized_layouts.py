@@ -287,3 +287,17 @@ def test_fp8_small_scale_tensors_round_as_the_allocator(shared_dir, write_model)
     assert r.memory.item("quantization_metadata").bytes == 2 * sum(
         allocator_bytes(b) for b in stored)
     assert r.memory.item("weights").bytes == est.item("weights").bytes
+
+
+def test_int8_keeps_stacked_experts_and_router_in_16_bit(shared_dir, write_model):
+    # Mixtral: bitsandbytes replaces nn.Linear only; transformers v5's stacked experts and the
+    # router (block_sparse_moe.gate) stay bf16, as estimate's bnb_roles counts them
+    path, facts = _two_layers(shared_dir, write_model, "mistralai--Mixtral-8x22B-v0.1")
+    sheet = parse_sheet({"model": {"path": str(path)}, "task": "inference", "weights": "int8",
+                         "inference": {"prompt_tokens": 32, "new_tokens": 2}})
+    r = simulate_memory(sheet, facts)
+    est = estimate_memory(sheet, facts)
+    for item in ("weights", "quantization_metadata"):
+        assert r.memory.item(item).bytes == est.item(item).bytes
+    # SCB per output row of q (6144), k, v (1024 each), o (6144), two layers
+    assert r.memory.item("quantization_metadata").bytes == 2 * 4 * (6144 + 1024 + 1024 + 6144)
