@@ -115,3 +115,19 @@ def test_plan_simulate_quotes_both_and_stays_to_confirm(tmp_path, write_model, s
         sim = per_card[offer["canonical_card"]]["device_peak_bytes"]
         assert "simulated device peak" in mem["reason"] and "vs estimated" in mem["reason"]
         assert f"{sim:,}".replace(",", " ") in mem["reason"]
+
+
+def test_quantized_bases_simulate_and_mxfp4_refuses(tmp_path, write_model, shared_dir):
+    folder = write_model(tiny_config(real_config(shared_dir, "Qwen--Qwen3-0.6B")))
+    sheet = tmp_path / "gptq.yaml"
+    sheet.write_text(f"model: {{path: {folder}}}\ntask: inference\nweights: gptq-int4\n"
+                     "quantization: {prequantized: true, group_size: 32}\n"
+                     "inference: {prompt_tokens: 16, new_tokens: 2}\n")
+    doc = json.loads(run_cli("simulate", str(sheet), "--format", "json").stdout)
+    names = {it["name"]: it for it in doc["memory"]["items"]}
+    assert names["quantization_metadata"]["provenance"] == "simulated"
+    assert any(n.startswith("gptq-int4: 14 linear layers") for n in doc["memory"]["notes"])
+    sheet.write_text(f"model: {{path: {folder}}}\ntask: inference\nweights: mxfp4\n"
+                     "inference: {prompt_tokens: 16, new_tokens: 2}\n")
+    proc = run_cli("simulate", str(sheet), check=2)
+    assert "weights" in proc.stderr and "mxfp4" in proc.stderr

@@ -172,7 +172,7 @@ def test_family(family, shared_dir, write_model):
 
 @pytest.mark.parametrize("top, field", [
     ({"model": {"parameters": 7_000_000_000}, "weights": "bf16"}, "model.parameters"),
-    ({"weights": "int8"}, "weights"),
+    ({"weights": "mxfp4"}, "weights"),
     ({"inference": {"prompt_tokens": 8, "new_tokens": 8, "kv_cache_dtype": "fp8"},
       "task": "inference", "training": None}, "inference.kv_cache_dtype"),
 ])

@@ -42,8 +42,9 @@ CATEGORY_ITEMS = {
 
 _ITEM_SOURCE = {
     "weights": "parameters the transformers model class instantiates, in the running dtype",
-    "quantization_metadata": "absmax of the bitsandbytes 4-bit layers (nested when double "
-                             "quantized), at their stored sizes",
+    "quantization_metadata": "metadata of the quantized layers at their stored sizes: absmax "
+                             "(bitsandbytes 4-bit, nested when double quantized), SCB (int8), "
+                             "weight_scale_inv (fp8), qzeros / scales / g_idx (GPTQ, AWQ)",
     "lora_adapters": "LoRA A/B matrices PEFT adds (trainable)",
     "buffers": "registered buffers (rotary inv_freq …)",
     "gradients": ".grad of the trainable parameters",
@@ -57,7 +58,11 @@ _ITEM_SOURCE = {
 CARRIED_ITEMS = ("cuda_context", "cublas_workspace", "nccl_buffers", "allocator_slack")
 """estimate items the simulation cannot see, carried over with their own provenance."""
 
-SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16", "nf4", "fp4")
+SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16", "nf4", "fp4", "int8", "fp8", "gptq-int4", "awq-int4")
+
+_EXPERT_PACKING = ("fp8", "gptq-int4", "awq-int4")
+"""Formats whose checkpoints pack the routed experts too (estimate counts them packed); the
+simulation replaces ``nn.Linear`` layers only, not transformers' stacked 3-D expert tensors."""
 
 
 @dataclass
@@ -95,7 +100,7 @@ class SimulationResult:
     notes: list[str] = field(default_factory=list)
 
 
-def check_supported(sheet: Sheet, running_format: str) -> None:
+def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None = None) -> None:
     """Refuse, naming the field, what this version does not simulate.
 
     Raises:
@@ -103,9 +108,16 @@ def check_supported(sheet: Sheet, running_format: str) -> None:
     """
     if running_format not in SUPPORTED_WEIGHTS:
         raise UnsupportedBySimulation(
-            f"simulate runs fp32 / fp16 / bf16 and bitsandbytes nf4 / fp4 weights; "
-            f"{running_format} layouts are not simulated by this version: use gpusizer estimate",
+            f"simulate runs fp32 / fp16 / bf16, bitsandbytes nf4 / fp4 / int8, fp8 (block "
+            f"scales), gptq-int4 and awq-int4 weights; {running_format} layouts (routed experts "
+            "in E2M1 with E8M0 scales) are not simulated by this version: use gpusizer estimate",
             field="weights", value=sheet.weights)
+    if running_format in _EXPERT_PACKING and facts is not None \
+            and facts.parameters_by_role("expert_linear") > 0:
+        raise UnsupportedBySimulation(
+            f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
+            "tensors the simulation does not lay out; expected a model without routed experts "
+            "(use gpusizer estimate)", field="weights", value=sheet.weights)
     if sheet.inference is not None and sheet.inference.engine != "transformers":
         raise UnsupportedBySimulation("only engine transformers is simulated (vLLM's pool is "
                                       "sized by estimate)", field="inference.engine",
@@ -149,7 +161,7 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     from .phases import RuleSwitches, run_phases
 
     plan = plan_weights(sheet, facts, card)
-    check_supported(sheet, plan.runs)
+    check_supported(sheet, plan.runs, facts)
     cfg, where = load_config_dict(sheet, base_dir=base_dir)
     cc_value = card.compute_capability.value if card is not None else None
     if cc_value:
@@ -160,14 +172,20 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         cc_info = {"value": list(cc), "source": "no card given: an sm80 (Ampere or later) GPU is "
                                                 "assumed for the kernel choice; give --card"}
     quant = None
-    if plan.runs in ("nf4", "fp4"):
+    if plan.runs not in ("fp32", "fp16", "bf16"):
         from ..memory.estimate import quant_params
         from .phases import Quantization
-        _, double_quant = quant_params(sheet, facts, plan.runs)
+        from .quantized_layouts import FP8_DEFAULT_BLOCK
+        group_size, double_quant = quant_params(sheet, facts, plan.runs)
         tr = sheet.training
+        qc = (facts.quantization_config or {}) if facts is not None else {}
+        wbs = qc.get("weight_block_size")
+        block = (tuple(int(v) for v in wbs) if isinstance(wbs, (list, tuple)) and len(wbs) == 2
+                 else FP8_DEFAULT_BLOCK)
         quant = Quantization(double_quant, converted=plan.converted,
                              prepare_kbit=sheet.task == "qlora" and tr is not None
-                             and tr.prepare_kbit_training is not False)
+                             and tr.prepare_kbit_training is not False,
+                             fmt=plan.runs, group_size=group_size, block=block)
     amp = sheet.training is not None and sheet.training.precision == "amp"
     model_dtype = "fp32" if amp and sheet.task == "full" else plan.compute_dtype
     run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,

@@ -57,17 +57,23 @@ class RuleSwitches:
 
 @dataclass(frozen=True)
 class Quantization:
-    """A bitsandbytes 4-bit base (nf4 / fp4).
+    """A quantized base: bitsandbytes nf4 / fp4 / int8, fp8, GPTQ or AWQ int4.
 
     Attributes:
-        double_quant: nested absmax.
+        double_quant: nested absmax (nf4 / fp4).
         converted: the checkpoint stores 16-bit weights quantized while loading.
         prepare_kbit: PEFT's ``prepare_model_for_kbit_training`` (kept modules in fp32).
+        fmt: the running format.
+        group_size: GPTQ / AWQ inputs per scale (≤ 0: one group per row).
+        block: fp8 ``weight_block_size`` (output rows, input columns).
     """
 
     double_quant: bool
     converted: bool
     prepare_kbit: bool = False
+    fmt: str = "nf4"
+    group_size: int = 128
+    block: tuple[int, int] = (128, 128)
 
 
 @dataclass
@@ -154,14 +160,36 @@ def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
         from .build import TORCH_DTYPES
         from .quantized import quantize_linears
         compute = getattr(torch, TORCH_DTYPES[dtype])
-        layers, values = quantize_linears(model, compute_dtype=compute,
-                                          double_quant=q.double_quant, converted=q.converted,
-                                          track=tracker.track)
-        notes = [f"bitsandbytes 4-bit: {layers} linear layers ({values} values) packed with "
-                 f"{'nested ' if q.double_quant else ''}absmax at their stored sizes; each matmul "
-                 f"dequantizes its layer to {dtype} (one-layer transient)"
-                 + ("; converted while loading (one 16-bit matrix at a time)" if q.converted
-                    else "")]
+        if q.fmt in ("nf4", "fp4"):
+            layers, values = quantize_linears(model, compute_dtype=compute,
+                                              double_quant=q.double_quant, converted=q.converted,
+                                              track=tracker.track)
+            notes = [f"bitsandbytes 4-bit: {layers} linear layers ({values} values) packed with "
+                     f"{'nested ' if q.double_quant else ''}absmax at their stored sizes; each "
+                     f"matmul dequantizes its layer to {dtype} (one-layer transient)"
+                     + ("; converted while loading (one 16-bit matrix at a time)" if q.converted
+                        else "")]
+        else:
+            from .quantized_layouts import PackedLinear
+
+            def make(m):
+                return PackedLinear(q.fmt, m.in_features, m.out_features, bias=m.bias,
+                                    compute_dtype=compute, loaded=q.converted,
+                                    group_size=q.group_size, block=q.block)
+            layers, values = quantize_linears(model, compute_dtype=compute, double_quant=False,
+                                              converted=q.converted, track=tracker.track,
+                                              make=make)
+            how = {"int8": "int8 weight + fp32 SCB row scales; each matmul quantizes its input "
+                           "(int8 T×in + fp32 T) into int32 and fp16 T×out transients",
+                   "fp8": f"float8_e4m3fn weight + fp32 weight_scale_inv per {q.block[0]}×"
+                          f"{q.block[1]} block; block-wise kernel (no matmul transient)",
+                   "gptq-int4": f"int32 qweight/qzeros + fp16 scales (group {q.group_size}) + "
+                                "int32 g_idx; fused kernel (no dequantization transient)",
+                   "awq-int4": f"int32 qweight/qzeros + fp16 scales (group {q.group_size}); "
+                               "fused kernel (no dequantization transient)"}[q.fmt]
+            notes = [f"{q.fmt}: {layers} linear layers ({values} values) as stored: {how}"
+                     + ("; converted while loading (one 16-bit matrix at a time)" if q.converted
+                        else "")]
         if q.prepare_kbit:
             # peft prepare_model_for_kbit_training: every 16-bit parameter kept beside the
             # 4-bit layers is cast to fp32 (param.data = param.data.to(torch.float32))
@@ -192,9 +220,13 @@ class _KnownStorages:
         model = self.state.get("model")
         lora = self.state.get("lora", False)
         if model is not None:
-            for name, buf in model.named_buffers():
-                out[id(buf.untyped_storage())] = ("quantization_metadata"
-                                                  if name.endswith("absmax") else "buffers")
+            for buf in model.buffers():
+                out[id(buf.untyped_storage())] = "buffers"
+            for mod in model.modules():
+                for name in getattr(mod, "metadata_names", ()):
+                    buf = getattr(mod, name, None)
+                    if buf is not None:
+                        out[id(buf.untyped_storage())] = "quantization_metadata"
             for p in model.parameters():
                 cat = "lora_adapters" if lora and p.requires_grad else "parameters"
                 out[id(p.untyped_storage())] = cat

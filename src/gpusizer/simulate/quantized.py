@@ -51,8 +51,8 @@ def _skip(name: str) -> bool:
 
 
 def quantize_linears(model, *, compute_dtype, double_quant: bool, converted: bool,
-                     track) -> tuple[int, int]:
-    """Replace the decoder's ``nn.Linear`` layers by 4-bit ones (call under fake tensors).
+                     track, make=None) -> tuple[int, int]:
+    """Replace the decoder's ``nn.Linear`` layers by quantized ones (call under fake tensors).
 
     Args:
         model: the transformers model, built while the tracker was paused.
@@ -61,6 +61,8 @@ def quantize_linears(model, *, compute_dtype, double_quant: bool, converted: boo
         converted: True when the checkpoint stores 16-bit weights converted while loading: each
             matrix is first loaded in the compute dtype (a transient of one matrix).
         track: the tracker's ``track`` (the kept parameters are counted before the conversion).
+        make: ``make(linear) -> module`` for another layout (``quantized_layouts.PackedLinear``);
+            None → bitsandbytes ``Linear4bit``.
 
     Returns:
         (layers replaced, values quantized).
@@ -73,12 +75,15 @@ def quantize_linears(model, *, compute_dtype, double_quant: bool, converted: boo
             track(p)
     for b in model.buffers():
         track(b)
+    if make is None:
+        def make(m):
+            return Linear4bit(m.in_features, m.out_features, bias=m.bias,
+                              compute_dtype=compute_dtype, double_quant=double_quant,
+                              loaded=converted)
     values = 0
     for name, m in targets:
         parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
-        new = Linear4bit(m.in_features, m.out_features, bias=m.bias, compute_dtype=compute_dtype,
-                         double_quant=double_quant, loaded=converted)
-        setattr(parent, name.rsplit(".", 1)[-1], new)
+        setattr(parent, name.rsplit(".", 1)[-1], make(m))
         values += m.in_features * m.out_features
     return len(targets), values
 
@@ -100,6 +105,8 @@ class _MatMul4Bit(torch.autograd.Function):
 
 class Linear4bit(torch.nn.Linear):
     """A 4-bit linear: packed weight + absmax at their stored sizes (see module doc)."""
+
+    metadata_names = ("absmax", "nested_absmax")
 
     def __init__(self, in_features, out_features, *, bias, compute_dtype, double_quant,
                  loaded):
