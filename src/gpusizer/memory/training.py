@@ -303,8 +303,9 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     prior = grads_total if ga > 1 else 0     # gradients kept between microbatches
     instants = []   # (label, activations, logits, gradients, working)
     acts_all = sum(kept) + final_norm
-    instants.append(("start (logits gradient)", acts_all, bwd_logits,
-                     max(prior, head_grads), 0))
+    # the lm_head weight gradient is made after log_softmax's backward has released its fp32
+    # tensors (the cast to the compute dtype comes first), so it is not live at this instant
+    instants.append(("start (logits gradient)", acts_all, bwd_logits, prior, 0))
     for i in range(n_layers - 1, -1, -1):
         acts = sum(kept[:i]) + (kept[i] + saved[i] if ckpt else saved[i])
         g = max(prior, head_grads + layer_grads * (n_layers - i))
