@@ -62,9 +62,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
         "largest context (prompt + new tokens)": (
             prompt + inf.new_tokens if prompt is not None else None),
     }
-    notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
-             "`gpusizer measure`",
-             f"search bounded by the context window {window} tokens and 65536 sequences"]
+    notes = [f"search bounded by the context window {window} tokens and 65536 sequences"]
     if conc is None:
         notes.append("null: not even one sequence of the required length fits; "
                      + _why(with_inf(concurrency=1), facts, card, device, "concurrency 1"))
@@ -99,9 +97,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
         "tokens per update at the largest microbatch": (
             mb * tr.sequence_length * tr.gradient_accumulation if mb else None),
     }
-    notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
-             "`gpusizer measure`",
-             f"search bounded by the context window {window} tokens and 16384 sequences per "
+    notes = [f"search bounded by the context window {window} tokens and 16384 sequences per "
              "microbatch",
              "to keep tokens per update when the microbatch shrinks, raise "
              "gradient_accumulation by the same factor (R12)"]
@@ -123,6 +119,8 @@ def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
 
 def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
             unknown: set[str]) -> dict[str, Any]:
+    notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
+             "`gpusizer measure`", *notes]
     if unknown:
         notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
                      + ") were left out of the peaks")

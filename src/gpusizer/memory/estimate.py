@@ -374,8 +374,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                              "count", field="model.parameters", value=sheet.model.parameters)
         t_items, t_notes, summary = training_items(
             sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
-            kernel=plan.rules.attention, weight_items=items, weights_bytes=weights_bytes,
-            phases=phase_names)
+            kernel=plan.rules.attention, weight_items=items, phases=phase_names)
         items = t_items
         notes += t_notes
         weights_bytes = sum(it.bytes or 0 for it in items

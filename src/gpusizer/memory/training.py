@@ -101,32 +101,34 @@ def _full_tensors(facts: ModelFacts) -> list[TensorShape]:
     return out
 
 
+_ATTENTION_INPUT_READERS = frozenset({
+    "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj",
+    "kv_a_proj_with_mqa"})
+"""Module names that read the attention norm's output (each family's q/k/v projections)."""
+_MLP_INPUT_READERS = (".gate_proj", ".up_proj", ".c_fc", ".dense_h_to_4h", "mlp.gate_up_proj")
+"""Path suffixes of the modules that read the MLP norm's output."""
+
+
 def _parts(sheet: Sheet, adapters: LoraAdapters | None) -> TrainedParts:
     if adapters is None:
         return TrainedParts(full=True, qkv=True, o=True, gate_up=True, down=True, experts=True)
     names = {m.name for m in adapters.modules}
     paths = {m.path for m in adapters.modules}
-    qkv = bool(names & {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn",
-                        "q_a_proj", "kv_a_proj_with_mqa"})
+    qkv = bool(names & _ATTENTION_INPUT_READERS)
     o = bool({p for p in paths if p.endswith((".o_proj", ".dense", "attn.c_proj"))})
-    gate_up = bool({p for p in paths if p.endswith((".gate_proj", ".up_proj", ".c_fc",
-                                                     ".dense_h_to_4h", "mlp.gate_up_proj"))})
+    gate_up = bool({p for p in paths if p.endswith(_MLP_INPUT_READERS)})
     down = bool({p for p in paths if p.endswith(("mlp.down_proj", "mlp.c_proj",
                                                   ".dense_4h_to_h"))
                  and "experts" not in p})
     experts = any(m.experts for m in adapters.modules)
-    qkv_readers = sum(1 for m in adapters.modules if m.name in (
-        "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj",
-        "kv_a_proj_with_mqa"))
-    gate_up_readers = sum(1 for p in paths if p.endswith((".gate_proj", ".up_proj", ".c_fc",
-                                                           ".dense_h_to_4h", "mlp.gate_up_proj"))
+    qkv_readers = sum(1 for m in adapters.modules if m.name in _ATTENTION_INPUT_READERS)
+    gate_up_readers = sum(1 for p in paths if p.endswith(_MLP_INPUT_READERS)
                           and "experts" not in p and "shared" not in p)
     return TrainedParts(False, qkv, o, gate_up, down, experts, qkv_readers, gate_up_readers)
 
 
 def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype: str,
-                   kernel: str, weight_items: list[Item], weights_bytes: int,
-                   phases: tuple[str, ...]) -> tuple[list[Item], list[str], TrainingSummary]:
+                   kernel: str, weight_items: list[Item], phases: tuple[str, ...]) -> tuple[list[Item], list[str], TrainingSummary]:
     """Training items per GPU for a lora / qlora / full sheet.
 
     Args:
@@ -136,7 +138,6 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
         kernel: the attention kernel that runs (``eager`` keeps s × s matrices).
         weight_items: the base weight items (``weights``, ``quantization_metadata``,
             transients) built for one whole copy of the model.
-        weights_bytes: their resident total.
         phases: ``TRAINING_PHASES``.
 
     Returns:
@@ -247,8 +248,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
 
     # -- gradients and optimizer -----------------------------------------------------------------
     grads_total = trainable * p_bytes // state_shard
-    opt = optimizer_memory(tr.optimizer, tr.optimizer_impl,
-                           [(cnt, r, k) for cnt, r, k in tensors], p_bytes)
+    opt = optimizer_memory(tr.optimizer, tr.optimizer_impl, tensors, p_bytes)
     states = opt.state_bytes // state_shard
     paged = opt.paged_bytes // state_shard
     steady = ("forward", "backward", "optimizer_step", "validation", "export")

@@ -7,6 +7,7 @@ format to make a :class:`~gpusizer.model.facts.ModelFacts`; the fields mean the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .facts import LinearModule, MlaDims, MoeDims, ParamGroup
 
@@ -47,6 +48,6 @@ class Architecture:
     notes: tuple[str, ...] = ()
     unloaded_checkpoint_layers: int = 0
     modules: tuple[LinearModule, ...] = ()
-    norm: str = "rms"
+    norm: Literal["rms", "layer"] = "rms"
     norms_per_layer: int = 2
     qk_norm: bool = False

@@ -7,6 +7,7 @@ its ``model_type`` (and says so), and an unknown ``model_type`` is an error even
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 
 from ..errors import ModelError
 from .config_reader import ConfigReader
@@ -86,17 +87,10 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         notes.append(fmt_note)
     detail = "; ".join([source_detail, *notes])
     quant = config.get("quantization_config")
+    # every Architecture field but its notes (folded into source_detail) is a ModelFacts field
+    shapes = {f.name: getattr(arch, f.name) for f in fields(arch) if f.name != "notes"}
     return ModelFacts(
         model_id=model_id, revision=revision, source=source, source_detail=detail,
-        architecture=str(config["model_type"]), hidden_size=arch.hidden_size,
-        num_layers=arch.num_layers, num_attention_heads=arch.num_attention_heads,
-        num_key_value_heads=arch.num_key_value_heads, head_dim=arch.head_dim,
-        vocab_size=arch.vocab_size, intermediate_size=arch.intermediate_size,
-        gated_mlp=arch.gated_mlp, context_window_tokens=arch.context_window_tokens,
-        tie_word_embeddings=arch.tie_word_embeddings, layer_types=arch.layer_types,
-        sliding_window=arch.sliding_window, params=arch.params, mla=arch.mla, moe=arch.moe,
-        stored_dtype=dtype, stored_format=fmt,
+        architecture=str(config["model_type"]), stored_dtype=dtype, stored_format=fmt,
         quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
-        unrecognised_keys=unrecognised,
-        unloaded_checkpoint_layers=arch.unloaded_checkpoint_layers, modules=arch.modules,
-        norm=arch.norm, norms_per_layer=arch.norms_per_layer, qk_norm=arch.qk_norm)
+        unrecognised_keys=unrecognised, **shapes)

@@ -189,10 +189,9 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
     dense_layers = s.num_layers - s.moe_layers
     out: list[LinearModule] = []
 
-    def add(prefix: str, mats: tuple[Linear, ...], count: int, experts: int = 0) -> None:
+    def add(prefix: str, mats: tuple[Linear, ...], count: int) -> None:
         if count:
-            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count, experts)
-                       for m in mats)
+            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count) for m in mats)
 
     add(s.attention_prefix, s.attention, s.num_layers)
     add(s.mlp_prefix, s.dense_mlp, dense_layers)
@@ -205,8 +204,8 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
                     Linear(down.rows, down.cols, name="down_proj"))
         else:
             mats = tuple(Linear(m.rows, m.cols, name=n)
-                         for m, n in zip(mats, ("gate_up_proj", "down_proj")))
-        for m, n_src in zip(mats, (2, 1)):
+                         for m, n in zip(mats, ("gate_up_proj", "down_proj"), strict=True))
+        for m, n_src in zip(mats, (2, 1), strict=True):
             out.append(LinearModule(f"{s.mlp_prefix}.experts.{m.name}", m.rows, m.cols,
                                     s.moe_layers, e.count,
                                     converted_from=0 if e.stacked else n_src))
