@@ -202,3 +202,17 @@ def test_measure_on_cuda_without_cuda_is_an_input_error(tmp_path):
     p = run_cli("measure", sheet, "--random-weights", "--out", str(tmp_path / "o"),
                 "--device", "cuda", check=2)
     assert "--device" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_errors_found_after_reading_name_the_sheet_file(tmp_path):
+    """A sheet problem found against the model (here the context window) carries the file
+    name, as the reading errors do."""
+    s = _sheet(tmp_path, LORA.replace("sequence_length: 1024", "sequence_length: 200000") + "}\n")
+    p = run_cli("estimate", s, check=2)
+    assert p.stderr.startswith(f"error: {s}: training.sequence_length: 200000 tokens exceeds")
+
+
+def test_unknown_catalog_card_gets_close_matches(tmp_path):
+    from gpusizer.catalog.cards import resolve_card
+    match = resolve_card("RTX 409")
+    assert match.card is None and "close matches: RTX 4090" in match.reason

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import GpusizerError
+from .errors import GpusizerError, SheetError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size GPU memory for an LLM workload and classify GPU offers "
@@ -29,8 +29,13 @@ class MemFmt(str, Enum):
     json = "json"
 
 
-def _fail(exc: GpusizerError) -> None:
-    typer.echo(f"error: {exc}", err=True)
+def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
+    """Print one line and exit with the error's status. A sheet problem found after reading
+    (against the model, the card or a placement) is prefixed with the sheet's file, as the
+    reading errors are."""
+    where = f"{sheet}: " if (sheet is not None and isinstance(exc, SheetError)
+                             and exc.file is None) else ""
+    typer.echo(f"error: {where}{exc}", err=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -115,7 +120,7 @@ def plan(sheet: SheetArg,
         result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
                           base_dir=sheet.parent, simulate=simulate)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     inputs = (sheet, *(catalog or ()))
     _render(plan_document(result), _format(format, out, ("md", "json", "html"), inputs), out,
             quiet)
@@ -149,7 +154,7 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
     try:
         result = run_estimate(_load(sheet), card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     _render(estimate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, False)
 
 
@@ -163,7 +168,7 @@ def fit(sheet: SheetArg,
     try:
         answer = fit_answer(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     if format.value == "json":
         from .report.json_report import dumps
         _write(dumps(answer) + "\n", None)
@@ -199,7 +204,7 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
         from .report.simulation import simulate_document
         result = run_simulate(_load(sheet), card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
 
 
@@ -248,7 +253,7 @@ def measure(sheet: SheetArg,
                                         offer_id=offer_id,
                                         device=device.value if device else None)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     if result.evidence is None:  # ranks other than 0 write raw notes only
         return
     from .report.measure_summary import render_measure_summary
@@ -277,7 +282,7 @@ def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
     try:
         r = lock_criteria(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     c = r.lock
     typer.echo(f"{'locked' if r.created else 'already locked, unchanged'}: {r.path}\n"
                f"  criteria_sha256 {c.criteria_sha256} at {c.locked_at}\n"
@@ -305,7 +310,7 @@ def quality_run(sheet: SheetArg,
         r = run_quality(_load(sheet), candidate=candidate, lock_path=_lock_path(sheet, lock),
                         out_dir=out, base_dir=sheet.parent, device=device)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     e = r.evidence
     typer.echo(f"{e['metric']}: reference {e['reference_format']} {e['reference_value']:.6g}, "
                f"candidate {e['candidate_format']} {e['candidate_value']:.6g}; regression "
@@ -332,7 +337,7 @@ def quality_import(sheet: SheetArg,
                                    lock_path=_lock_path(sheet, lock), out_dir=out,
                                    base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     typer.echo(f"{doc['metric']}: reference {doc['reference_value']:.6g}, candidate "
                f"{doc['candidate_format']} {doc['candidate_value']:.6g}; regression "
                f"{100 * doc['regression']:+.3f}%: {'passed' if doc['passed'] else 'FAILED'}\n"
@@ -357,7 +362,7 @@ def alternatives(sheet: SheetArg,
         result = run_alternatives(_load(sheet), catalogs=catalog, evidence_dir=evidence,
                                   base_dir=sheet.parent)
     except GpusizerError as exc:
-        _fail(exc)
+        _fail(exc, sheet)
     doc = alternatives_document(result)
     fmt = _format(format, out, ("md", "json"), (sheet, *(catalog or ())))
     if fmt == "json":

@@ -51,3 +51,9 @@ def test_paged_optimizers_move_big_tensors_out_of_pytorch():
 ])
 def test_other_optimizers(opt, expected):
     assert optimizer_memory(opt, "foreach", TENSORS, 2).state_bytes == expected
+
+
+def test_step_temporary_has_its_own_formula():
+    m = optimizer_memory("adamw", "foreach", TENSORS, 2)
+    assert m.step_formula == f"foreach step: _foreach_sqrt copy of every exp_avg_sq {N} × 2 B = {N * 2} B"
+    assert "foreach" not in m.formula

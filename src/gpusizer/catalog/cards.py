@@ -118,7 +118,9 @@ def resolve_card(name: str, memory_bytes: int | None = None, *,
     entry = table.ambiguous_by_key.get(key)
     if entry is not None:
         return _decide(name, entry, memory_bytes, table)
-    return CardMatch(name, None, f"{name!r} is not in the card table ({table.file})")
+    close = close_card_names(name, table=table)
+    return CardMatch(name, None, f"{name!r} is not in the card table ({table.file})"
+                     + (f"; close matches: {', '.join(close)}" if close else ""))
 
 
 def lookup_card(name: str, memory_bytes: int | None = None) -> Card | None:

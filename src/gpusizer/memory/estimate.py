@@ -330,7 +330,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                                                     if sheet.training else 0)
         if need > facts.context_window_tokens:
             what = (f"prompt_tokens + new_tokens = {inf.prompt_tokens} + {inf.new_tokens} = {need}"
-                    if inf else f"training.sequence_length = {need}")
+                    if inf else f"{need}")
             raise SheetError(f"{what} tokens exceeds the model's context window "
                              f"max_position_embeddings = {facts.context_window_tokens} tokens",
                              field="inference" if inf else "training.sequence_length", value=need)

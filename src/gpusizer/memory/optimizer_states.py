@@ -53,13 +53,15 @@ class OptimizerMemory:
         paged_bytes: states in CUDA managed memory (bitsandbytes paged optimizers): device
             memory outside PyTorch's counters, movable to host RAM under pressure.
         step_temporary_bytes: extra memory while ``optimizer.step()`` runs.
-        formula: the terms with this sheet's numbers.
+        formula: the states' terms with this sheet's numbers.
+        step_formula: the step temporary's terms ("" when there is none).
     """
 
     state_bytes: int
     paged_bytes: int
     step_temporary_bytes: int
     formula: str
+    step_formula: str = ""
 
 
 def _blockwise_8bit(n: int) -> int:
@@ -93,18 +95,18 @@ def optimizer_memory(optimizer: str, impl: str, tensors: list[TensorShape],
         text = f"AdamW: 2 states × {n_total} values × {s} B = {states} B"
         if impl == "foreach":
             temp = n_total * s
-            text += f"; foreach step: _foreach_sqrt copy of every exp_avg_sq {temp} B"
+            step = f"foreach step: _foreach_sqrt copy of every exp_avg_sq {n_total} × {s} B"
         elif impl == "for-loop":
             temp = 2 * largest * s
-            text += f"; per-tensor step: sqrt and quotient of the largest tensor 2 × {largest} × {s} B"
+            step = f"per-tensor step: sqrt and quotient of the largest tensor 2 × {largest} × {s} B"
         else:
             temp = 0
-            text += "; fused step: no temporary"
+            step = "fused step: no temporary"
         if impl == "fused":
             steps = n_tensors * _ALLOC_BLOCK
             states += steps
             text += f"; device step counters {n_tensors} × 512 B"
-        return OptimizerMemory(states, 0, temp, text)
+        return OptimizerMemory(states, 0, temp, text, f"{step} = {temp} B")
     if optimizer == "paged-adamw-32bit":
         paged = sum(c * 2 * r * k * 4 for c, r, k in tensors if r * k >= _PAGE_MIN)
         held = sum(c * 2 * r * k * 4 for c, r, k in tensors if r * k < _PAGE_MIN)
@@ -138,6 +140,7 @@ def optimizer_memory(optimizer: str, impl: str, tensors: list[TensorShape],
         temp = largest * 4 * 4
         return OptimizerMemory(states, 0, temp,
                                f"Adafactor: fp32 row + column second moments per matrix, full for "
-                               f"vectors = {states} B; step on the largest tensor {largest} × 4 × "
-                               "4 B")
+                               f"vectors = {states} B",
+                               f"step on the largest tensor: fp32 gradient, grad² + eps, update "
+                               f"and parameter copy {largest} × 4 × 4 B = {temp} B")
     raise ValueError(f"unknown optimizer {optimizer!r}")

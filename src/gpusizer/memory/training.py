@@ -81,7 +81,8 @@ def _check(sheet: Sheet, runs: str) -> None:
                          field="weights", value=runs)
     if sheet.task == "qlora" and runs not in ("nf4", "fp4"):
         raise SheetError(f"qlora trains LoRA adapters on a 4-bit bitsandbytes base; the weights "
-                         f"run as {runs}", field="weights", value=runs)
+                         f"run as {runs}: expected weights nf4 or fp4", field="weights",
+                         value=runs)
     if sheet.task == "full" and "lora" in sheet.training.model_fields_set:
         raise SheetError("training.lora applies to task lora or qlora, not full",
                          field="training.lora", value=sheet.training.lora.model_dump())
@@ -269,7 +270,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                      "counts them on the device)")
     if opt.step_temporary_bytes:
         items.append(Item("optimizer_step_temporary", opt.step_temporary_bytes // state_shard,
-                          "estimated", ("optimizer_step",), opt_src, opt.formula))
+                          "estimated", ("optimizer_step",), opt_src, opt.step_formula
+                          + (f" ÷ {state_shard}" if state_shard > 1 else "")))
 
     # -- activations and the backward sweep ----------------------------------------------------
     la = layer_activations(facts, batch=b, seq=s, c=c, kernel=kernel, parts=parts,
