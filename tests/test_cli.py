@@ -148,3 +148,12 @@ def test_fit_training_answers_are_the_boundary():
 
     assert peak(microbatch=mb) + margin <= device < peak(microbatch=mb + 1) + margin
     assert peak(sequence_length=seq) + margin <= device < peak(sequence_length=seq + 1) + margin
+
+
+def test_today_pins_the_budget_date_and_a_bad_date_exits_2():
+    proc = run_cli("plan", "examples/seed-7b-fp16.yaml", "--today", "2026-13-01", check=2)
+    assert proc.stderr.strip() == ("error: --today: '2026-13-01' is not a date; expected "
+                                   "YYYY-MM-DD")
+    a = cli_json("plan", "examples/seed-7b-fp16.yaml", "--today", "2026-12-01")
+    b = cli_json("plan", "examples/seed-7b-fp16.yaml", "--today", "2026-12-01")
+    assert a == b

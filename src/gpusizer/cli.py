@@ -96,6 +96,21 @@ def _card(name: Optional[str]):
 SheetArg = Annotated[Path, typer.Argument(help="workload sheet (YAML)", show_default=False)]
 CardOpt = Annotated[Optional[str], typer.Option("--card", help="canonical card name or alias "
                                                 "(NVML or SkyPilot spelling)")]
+TodayOpt = Annotated[Optional[str], typer.Option(
+    "--today", help="the date schedules and deadlines are judged from, YYYY-MM-DD (default: "
+                    "today); makes a plan reproducible")]
+
+
+def _today(text: Optional[str]):
+    """``--today`` as a date, or exit 2 naming the option."""
+    if text is None:
+        return None
+    import datetime as dt
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        typer.echo(f"error: --today: {text!r} is not a date; expected YYYY-MM-DD", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -112,13 +127,14 @@ def plan(sheet: SheetArg,
          simulate: Annotated[bool, typer.Option(
              "--simulate", help="also run the model code on fake tensors per card (the simulate "
                                 "extra); memory stays to confirm, its reason quotes both")] = False,
+         today: TodayOpt = None,
          ) -> None:
     """The main job: memory items and phases, every offer classified, the one-page sheet."""
     from .pipeline import run_plan
     from .report.json_report import plan_document
     try:
         result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
-                          base_dir=sheet.parent, simulate=simulate)
+                          base_dir=sheet.parent, simulate=simulate, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
     inputs = (sheet, *(catalog or ()))
@@ -353,14 +369,15 @@ def alternatives(sheet: SheetArg,
                      "--evidence", help="folder of evidence *.json (quality evidence decides "
                                         "the quality risk of a lower precision)")] = None,
                  format: Annotated[Optional[MemFmt], typer.Option("--format")] = None,
-                 out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
+                 out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None,
+                 today: TodayOpt = None) -> None:
     """For each offer excluded on memory: the single changes that would make it fit, each with
     its new peak and what it puts at risk. Nothing is applied."""
     from .decision.alternatives import run_alternatives
     from .report.alternatives_report import alternatives_document, render_alternatives_markdown
     try:
         result = run_alternatives(_load(sheet), catalogs=catalog, evidence_dir=evidence,
-                                  base_dir=sheet.parent)
+                                  base_dir=sheet.parent, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
     doc = alternatives_document(result)
