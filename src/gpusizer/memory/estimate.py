@@ -376,10 +376,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     vsplit = None
     summary = None
     if sheet.task != "inference":
-        if facts is None:
-            raise SheetError("training memory needs the architecture (layers, hidden size, "
-                             "vocabulary): give model.id or model.path, not a bare parameter "
-                             "count", field="model.parameters", value=sheet.model.parameters)
+        assert facts is not None  # the sheet refuses a bare parameter count for training
         t_items, t_notes, summary = training_items(
             sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
             kernel=plan.rules.attention, weight_items=items, phases=phase_names)
