@@ -325,6 +325,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
 
     Raises:
+        ValueError: a training sheet with ``facts=None``.
         SheetError: the sheet does not hold against the model (length beyond the context
             window, heads or layers the placement cannot split, LoRA targets that match nothing).
         ModelError: a fact the sizing needs is unknown.
@@ -376,7 +377,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     vsplit = None
     summary = None
     if sheet.task != "inference":
-        assert facts is not None  # the sheet refuses a bare parameter count for training
+        if facts is None:  # the sheet refuses a bare count for training: a caller's mistake
+            raise ValueError("training memory needs the model's facts (pipeline.resolve_facts)")
         t_items, t_notes, summary = training_items(
             sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
             kernel=plan.rules.attention, weight_items=items, phases=phase_names)
