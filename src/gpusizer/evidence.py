@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EvidenceError, GpusizerError
+from .memory.items import ONE_SHOT_PHASES
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
            "QualityResult", "quality_result", "measurement_set_aside"]
@@ -216,8 +217,7 @@ def measurement_set_aside(doc: EvidenceDoc) -> str | None:
         seen: set[tuple[str, int]] = set()
         for ph in rung.phases:
             key = (ph.name, ph.gpu)
-            if ph.name in ("load", "prefill", "decode", "optimizer_step", "validation",
-                           "export") and key in seen and rung.result == "passed":
+            if ph.name in ONE_SHOT_PHASES and key in seen and rung.result == "passed":
                 return (f"rung {rung.name} records phase {ph.name} twice on GPU {ph.gpu}: not one "
                         "run (merge of several files?)")
             seen.add(key)

@@ -294,5 +294,5 @@ def _invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
     if sheet.quality is not None:
         out.append(f"quality judged on {sheet.quality.corpus} with {sheet.quality.metric}: "
                    "another evaluation may change the conclusion")
-    out.extend(n for n in est.notes if n.startswith("bare parameter count"))
+    out.extend(n.text for n in est.notes if n.code == "bare_count")
     return out

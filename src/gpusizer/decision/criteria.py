@@ -118,13 +118,9 @@ def _at_most_required(rung, required: dict[str, int]) -> bool:
 
 def _missing_phases(rung, sheet: Sheet) -> list[str]:
     """Phases of the task's full cycle the rung recorded no counters for."""
-    from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES
-    if sheet.task == "inference":
-        need = INFERENCE_PHASES
-    else:
-        need = TRAINING_PHASES if sheet.training.export != "none" else TRAINING_PHASES[:-1]
+    from ..memory.items import required_phases
     seen = {p.name for p in rung.phases}
-    return [p for p in need if p not in seen]
+    return [p for p in required_phases(sheet) if p not in seen]
 
 
 def workload(ctx: OfferContext) -> Criterion:
@@ -195,7 +191,7 @@ def _own_environment_measurement(ctx: OfferContext) -> Criterion | None:
 
 def compatibility(ctx: OfferContext) -> Criterion:
     """Compatibility: verified only by a check run in the offer's own environment (R4)."""
-    rules = ctx.estimate.notes if ctx.estimate else ()
+    notes = ctx.estimate.notes if ctx.estimate else ()
     for doc in ctx.evidence.of_kind("compatibility"):
         if _own_environment(doc, ctx):
             if doc.result == "failed":
@@ -207,7 +203,7 @@ def compatibility(ctx: OfferContext) -> Criterion:
     measured = _own_environment_measurement(ctx)
     if measured is not None:
         return measured
-    changes = [n for n in rules if "CC" in n]
+    changes = [n.text for n in notes if n.code == "card_rule"]
     env = ctx.offer.environment
     reason = (f"environment {env!r} is declared at order time: a preference, not a verification "
               "(R4)" if env else "no environment documented for this offer")

@@ -16,7 +16,7 @@ from ..errors import ModelError, SheetError
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
 from .card_rules import NO_CARD, CardRules, card_rules
-from .items import INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, phase_peaks
+from .items import ITEM_KINDS, INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, Note
 from .kv_cache import kv_bytes, kv_layout, prefill_kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
@@ -137,8 +137,8 @@ def quant_params(sheet: Sheet, facts: ModelFacts | None, runs: str) -> tuple[int
 
 
 def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
-                   phases: tuple[str, ...]) -> tuple[list[Item], int, list[str]]:
-    notes: list[str] = []
+                   phases: tuple[str, ...]) -> tuple[list[Item], int, list[Note]]:
+    notes: list[Note] = []
     group_size, double_quant = quant_params(sheet, facts, plan.runs)
     if facts is None:
         params = sheet.model.parameters
@@ -148,12 +148,14 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
         item = Item("weights", per_gpu, "estimated", phases, _WEIGHTS_SOURCE,
                     f"{params} parameters × {dense_bytes(8, plan.runs)} bit / 8 = {b} B"
                     + (f" × {share.weight_fraction} per GPU" if share.weight_fraction != 1 else ""))
-        notes.append("bare parameter count: quantization metadata (scales, zero points, absmax), "
-                     "modules kept in another format (embeddings, lm_head, norms), working memory, "
-                     "temporary load buffers and memory outside the process are not counted (R5)")
+        notes.append(Note("bare_count", "bare parameter count: quantization metadata (scales, "
+                          "zero points, absmax), modules kept in another format (embeddings, "
+                          "lm_head, norms), working memory, temporary load buffers and memory "
+                          "outside the process are not counted (R5)"))
         if plan.runs in ("nf4", "fp4", "int4", "gptq-int4", "awq-int4", "mxfp4"):
-            notes.append("4-bit row is theoretical: real 4-bit formats carry metadata and keep some "
-                         "layers in other formats, so it is not a guaranteed peak (R7)")
+            notes.append(Note("theoretical_format", "4-bit row is theoretical: real 4-bit formats "
+                              "carry metadata and keep some layers in other formats, so it is not "
+                              "a guaranteed peak (R7)"))
         return [item], per_gpu, notes
     engine = sheet.inference.engine if sheet.inference else "transformers"
     roles = bnb_roles(engine) if plan.runs in BNB_FORMATS else QUANTIZABLE_ROLES
@@ -161,10 +163,10 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
                           group_size=group_size, double_quant=double_quant,
                           quantized_roles=roles)
     if roles != QUANTIZABLE_ROLES and facts.parameters_by_role("expert_linear"):
-        notes.append("bitsandbytes under transformers v5 leaves the stacked routed-expert tensors "
-                     "in the compute dtype (it replaces nn.Linear only; "
-                     "bitsandbytes-foundation/bitsandbytes#1849): experts counted at "
-                     f"{plan.compute_dtype}")
+        notes.append(Note("format_kept_dense", "bitsandbytes under transformers v5 leaves the "
+                          "stacked routed-expert tensors in the compute dtype (it replaces "
+                          "nn.Linear only; bitsandbytes-foundation/bitsandbytes#1849): experts "
+                          f"counted at {plan.compute_dtype}"))
     frac = share.weight_fraction
     split = "" if frac == 1 else f" × {frac} on this GPU ({share.note})"
     weights = int(Fraction(bd.packed_bytes + bd.kept_bytes) * frac)
@@ -190,10 +192,12 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
             items.append(Item("load_conversion_transient", None, "estimated", ("load",), source,
                               unknown_reason="the size of the largest converted tensor is not "
                               "known for this model"))
-        notes.append(f"weights converted at load: {src_fmt} → {plan.runs}")
+        notes.append(Note("load_conversion",
+                          f"weights converted at load: {src_fmt} → {plan.runs}"))
     if plan.runs == "int4":
-        notes.append("int4 is the theoretical 4-bit row (no metadata, nothing kept in 16 bit); "
-                     "real 4-bit formats (nf4, gptq-int4, awq-int4) carry metadata (R7)")
+        notes.append(Note("theoretical_format", "int4 is the theoretical 4-bit row (no metadata, "
+                          "nothing kept in 16 bit); real 4-bit formats (nf4, gptq-int4, awq-int4) "
+                          "carry metadata (R7)"))
     return items, weights + (meta if bd.metadata_bytes else 0), notes
 
 
@@ -321,7 +325,9 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
 
     Raises:
-        SheetError: inconsistent sheet (length beyond the context window, strategy for the task).
+        ValueError: a training sheet with ``facts=None``.
+        SheetError: the sheet does not hold against the model (length beyond the context
+            window, heads or layers the placement cannot split, LoRA targets that match nothing).
         ModelError: a fact the sizing needs is unknown.
     """
     inf = sheet.inference
@@ -335,9 +341,9 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                              f"max_position_embeddings = {facts.context_window_tokens} tokens",
                              field="inference" if inf else "training.sequence_length", value=need)
     plan = plan_weights(sheet, facts, card)
-    notes = list(plan.rules.changes)
+    notes = [Note("card_rule", change) for change in plan.rules.changes]
     if card is None:
-        notes.append(NO_CARD)
+        notes.append(Note("no_card", NO_CARD))
     concurrency = inf.concurrency if inf else 1
     if sheet.task == "inference":
         share = inference_share(facts, strategy=sheet.placement.strategy,
@@ -349,39 +355,37 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     if inf is None and sheet.task == "inference":
         w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, ("load",))
         notes += wnotes
-        notes.append("no inference block: only 'weights only' and the indicative envelope are "
-                     "computed (no KV cache, no phase past load)")
-        return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve,
-                              None, None, None, weights_bytes, tuple(w_items), (), None,
-                              tuple(notes), card.name if card else None, sheet.placement.gpus,
-                              plan.runs, plan.stored)
+        notes.append(Note("no_inference_block", "no inference block: only 'weights only' and "
+                          "the indicative envelope are computed (no KV cache, no phase past "
+                          "load)"))
+        return MemoryEstimate(weights_bytes=weights_bytes, reserve_bytes=sheet.reserve,
+                              items=tuple(w_items), phase_names=(),
+                              lower_bound_items=_lower_bound_items(w_items),
+                              lower_bound_phase="load", notes=tuple(notes),
+                              card=card.name if card else None, gpus=sheet.placement.gpus,
+                              weights_format=plan.runs, stored_format=plan.stored)
     w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, phase_names)
     notes += wnotes
     if inf is not None and inf.engine == "transformers" and inf.kv_cache_dtype == "fp8":
-        notes.append("kv_cache_dtype fp8 with transformers: sized at 1 byte per value as asked, but "
-                     "transformers ships no fp8 KV cache (its quantized caches are quanto/HQQ "
-                     "int2/int4): confirm the cache implementation (compatibility)")
+        notes.append(Note("kv_cache_format", "kv_cache_dtype fp8 with transformers: sized at 1 "
+                          "byte per value as asked, but transformers ships no fp8 KV cache (its "
+                          "quantized caches are quanto/HQQ int2/int4): confirm the cache "
+                          "implementation (compatibility)"))
     items = list(w_items)
     cc = tuple(card.compute_capability.value) if card and card.compute_capability.value else None
     all_phases = phase_names
-    lower = weights_bytes
     vsplit = None
     summary = None
     if sheet.task != "inference":
-        if facts is None:
-            raise SheetError("training memory needs the architecture (layers, hidden size, "
-                             "vocabulary): give model.id or model.path, not a bare parameter "
-                             "count", field="model.parameters", value=sheet.model.parameters)
+        if facts is None:  # the sheet refuses a bare count for training: a caller's mistake
+            raise ValueError("training memory needs the model's facts (pipeline.resolve_facts)")
         t_items, t_notes, summary = training_items(
             sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
             kernel=plan.rules.attention, weight_items=items, phases=phase_names)
         items = t_items
-        notes += t_notes
+        notes += [Note("training", n) for n in t_notes]
         weights_bytes = sum(it.bytes or 0 for it in items
                             if it.name in ("weights", "quantization_metadata"))
-        # certain from the first update on: parameters, their gradients and optimizer states
-        lower = sum(it.bytes or 0 for it in items if not it.non_torch and it.name in (
-            "weights", "quantization_metadata", "lora_adapters", "gradients", "optimizer_states"))
         items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
     elif facts is None:
         reason = ("a bare parameter count has no architecture (layers, KV heads, head_dim): give "
@@ -393,7 +397,6 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     else:
         inf_items, kv_full, layout = _inference_items(sheet, facts, plan, share, card)
         items += inf_items
-        lower = weights_bytes + kv_full
         items.append(cublas_workspace_item(cc, ("prefill", "decode")))
     items.append(cuda_context_item(all_phases))
     if sheet.task == "inference":
@@ -402,30 +405,33 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         items.append(nccl_item(sheet.placement.gpus, all_phases, sheet.placement.strategy,
                                training=True))
     items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
+    # the workload's own KV cache, before vLLM's pool replaces the item
+    lower_items = _lower_bound_items(items)
     if inf is not None and inf.engine == "vllm" and facts is not None:
         vsplit, vnotes = _vllm_block(sheet, facts, plan, share, card, weights_bytes, items,
                                      layout)
-        notes += vnotes
+        notes += [Note("vllm_pool", n) for n in vnotes]
         if vsplit is not None:
-            items = _vllm_pool_items(items, vsplit, facts, plan, lower - weights_bytes)
-    item_tuple = tuple(items)
-    phases = phase_peaks(item_tuple, all_phases)
-    peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)
-    device_peak = (None if any(p.device_peak_bytes is None for p in phases)
-                   else max(p.device_peak_bytes for p in phases))
-    live = [it for it in item_tuple if it.phases]
-    envelope = None if any(it.bytes is None for it in live) else sum(it.bytes for it in live)
+            items = _vllm_pool_items(items, vsplit, facts, plan, kv_full)
     if vsplit is not None:
-        # CONTRACT.md: vLLM takes its whole pool at start; peak_bytes is the budget.
-        peak = device_peak = vsplit.budget_bytes
-        notes.append("vLLM: peak_bytes and device_peak_bytes are vLLM's budget (total × "
-                     "gpu_memory_utilization), which holds weights, the KV pool, the activation "
-                     "peak and non-PyTorch memory; the phase rows show the allocated parts")
-    return MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
-                          device_peak, envelope, lower, item_tuple, phases, vsplit, tuple(notes),
-                          card.name if card else None,
-                          share.gpus if sheet.task == "inference" else sheet.placement.gpus,
-                          plan.runs, plan.stored, summary)
+        notes.append(Note("vllm_peak_is_budget", "vLLM: peak_bytes and device_peak_bytes are "
+                          "vLLM's budget (total × gpu_memory_utilization), which holds weights, "
+                          "the KV pool, the activation peak and non-PyTorch memory; the phase "
+                          "rows show the allocated parts"))
+    return MemoryEstimate(
+        weights_bytes=weights_bytes, reserve_bytes=sheet.reserve, items=tuple(items),
+        phase_names=all_phases, lower_bound_items=lower_items,
+        # inference: weights + the KV cache of every required token (end of decode); training:
+        # certain from the first update on, parameters, their gradients and optimizer states
+        lower_bound_phase="decode" if sheet.task == "inference" else "optimizer_step",
+        vllm=vsplit, notes=tuple(notes), card=card.name if card else None,
+        gpus=share.gpus if sheet.task == "inference" else sheet.placement.gpus,
+        weights_format=plan.runs, stored_format=plan.stored, training=summary)
+
+
+def _lower_bound_items(items: list[Item]) -> tuple[Item, ...]:
+    """The items of a kind that may count in the certain lower bound (``ITEM_KINDS``)."""
+    return tuple(it for it in items if ITEM_KINDS[it.name].lower_bound is not None)
 
 
 def _vllm_pool_items(items: list[Item], v, facts: ModelFacts, plan: WeightPlan,

@@ -65,16 +65,13 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     """The heaviest GPU's share for inference.
 
     Raises:
-        SheetError: a training-only strategy (zero2, fsdp) for inference; device-map with vLLM
-            (an accelerate placement vLLM does not use) or with more GPUs than decoder layers.
+        SheetError: device-map with more GPUs than decoder layers; a tensor-parallel split of
+            the heads that is not even. (The sheet refuses training-only strategies and
+            device-map with vLLM.)
     """
     one = Fraction(1)
     if strategy == "single" or gpus == 1:
         return Share(1, strategy, 1, one, one, concurrency, "one GPU holds everything")
-    if strategy in ("zero2", "fsdp"):
-        raise SheetError(f"'{strategy}' shards training state; for inference choose "
-                         "tensor-parallel, device-map or ddp", field="placement.strategy",
-                         value=strategy)
     if strategy == "ddp":
         seqs = -(-concurrency // gpus)
         return Share(gpus, strategy, 1, one, one, seqs,
@@ -95,10 +92,6 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                      f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
                      "replicated, negligible)")
     # device-map: contiguous layer runs
-    if engine == "vllm":
-        raise SheetError("device-map is accelerate's layer placement for transformers; vLLM "
-                         "splits a model with tensor-parallel (or pipeline parallelism, not "
-                         "sized here)", field="placement.strategy", value=strategy)
     if facts is not None and gpus > facts.num_layers:
         raise SheetError(f"device-map places whole decoder layers: {gpus} GPUs for "
                          f"{facts.num_layers} layers would leave GPUs empty; use at most "

@@ -56,7 +56,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "lower_bound_bytes": est.lower_bound_bytes,
         "lower_bound_covers": est.lower_bound_covers,
         "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
-        "vllm": _vllm(est.vllm), "training": _training(est), "notes": list(est.notes),
+        "vllm": _vllm(est.vllm), "training": _training(est), "notes": list(est.note_texts),
     }
 
 
@@ -127,7 +127,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
                         "device_peak_bytes": d.estimate.device_peak_bytes,
                         "lower_bound_bytes": d.estimate.lower_bound_bytes,
                         "weights_format": d.estimate.weights_format,
-                        "notes": list(d.estimate.notes)} if d.estimate else None),
+                        "notes": list(d.estimate.note_texts)} if d.estimate else None),
             "criteria": {k: {"state": c.state, "reason": c.reason, "condition": c.condition,
                              "evidence": list(c.evidence)} for k, c in d.criteria.items()},
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
