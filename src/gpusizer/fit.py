@@ -165,7 +165,7 @@ def _fits_card(facts, card: Card, device: int, margin: int):
         except SheetError:
             return False
         unknown.update(n for p in est.phases for n in p.unknown_items)
-        v = est.vllm
+        v = est.pool
         if v is not None:
             # the pool must start and hold every required sequence at once (no queueing)
             return (bool(v.starts) and v.sequences_held is not None

@@ -17,6 +17,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
 from .errors import SheetError
+from .memory.engines import ENGINES
 from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
@@ -301,20 +302,17 @@ class Sheet(_Block):
         """A key the user set that this sheet would ignore is an error, never dropped silently."""
         inf = self.inference
         if inf is not None:
-            given = inf.model_fields_set
-            vllm_only = sorted(given & {"gpu_memory_utilization", "max_num_batched_tokens",
-                                        "max_num_seqs", "block_size"})
-            if inf.engine != "vllm" and vllm_only:
-                raise _FieldProblem(f"inference.{vllm_only[0]}", getattr(inf, vllm_only[0]),
-                                    "applies to engine vllm only; this sheet uses "
+            engine = ENGINES[inf.engine]
+            problem = engine.sheet_problem(inf)
+            if problem is not None:
+                raise _FieldProblem(f"inference.{problem.key}", problem.value, problem.reason)
+            foreign = sorted((key, other.name) for other in ENGINES.values()
+                             for key in inf.model_fields_set & (other.KEYS - engine.KEYS))
+            if foreign:
+                key, owner = foreign[0]
+                raise _FieldProblem(f"inference.{key}", getattr(inf, key),
+                                    f"applies to engine {owner} only; this sheet uses "
                                     f"engine {inf.engine}")
-            if inf.engine == "vllm" and "cache" in given:
-                raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
-                                    "paged; cache applies to engine transformers")
-            if inf.engine == "vllm" and inf.logits == "all":
-                raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
-                                    "last position of each sequence; 'all' is a plain "
-                                    "transformers forward")
         q, w = self.quantization.model_fields_set, self.weights
         if "double_quant" in q and w not in ("auto", "nf4", "fp4"):
             raise _FieldProblem("quantization.double_quant", self.quantization.double_quant,

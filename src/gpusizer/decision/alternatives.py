@@ -127,7 +127,7 @@ def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
         est = estimate_memory(sheet, facts, card=card)
     except SheetError as exc:
         return Fit(None, device, margin, False, f"cannot be estimated: {exc.reason}")
-    v = est.vllm
+    v = est.pool
     if v is not None:
         need = sheet.inference.concurrency
         ok = (bool(v.starts) and v.weights_bytes <= v.budget_bytes

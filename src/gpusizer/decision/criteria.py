@@ -240,7 +240,7 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("exclude", f"out of memory {where} in phase "
                          f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
                          (oom_doc.citation(),))
-    v = est.vllm
+    v = est.pool
     if v is not None:
         if v.weights_bytes > v.budget_bytes:
             return Criterion("exclude", f"vLLM: weights {fmt_bytes(v.weights_bytes)} exceed the "

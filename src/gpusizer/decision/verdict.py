@@ -55,8 +55,8 @@ def useful_margin_bytes(d: OfferDecision) -> int | None:
     if d.card is None or d.estimate is None:
         return None
     est = d.estimate
-    if est.vllm is not None and est.vllm.kv_cache_bytes is not None:
-        return est.vllm.kv_cache_bytes - (est.lower_bound_bytes - est.weights_bytes)
+    if est.pool is not None and est.pool.kv_cache_bytes is not None:
+        return est.pool.kv_cache_bytes - (est.lower_bound_bytes - est.weights_bytes)
     if est.device_peak_bytes is None:
         return None
     return int(d.card.device_bytes.value) - est.device_peak_bytes

@@ -9,9 +9,12 @@ peaks are never added, and the declared reserve is never added to a peak.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["Provenance", "Item", "Phase", "VllmSplit", "MemoryEstimate", "phase_peaks",
+if TYPE_CHECKING:
+    from .engines.base import PoolSplit
+
+__all__ = ["Provenance", "Item", "Phase", "MemoryEstimate", "phase_peaks",
            "INFERENCE_PHASES", "TRAINING_PHASES"]
 
 Provenance = Literal["estimated", "simulated", "measured", "declared"]
@@ -81,42 +84,6 @@ class Phase:
 
 
 @dataclass(frozen=True)
-class VllmSplit:
-    """How vLLM splits its pool on one GPU, as its start-up log reports it.
-
-    Attributes:
-        total_bytes: the device total used (CUDA-visible total when the card table has it).
-        total_source: which total was used and why.
-        budget_bytes: total × gpu_memory_utilization.
-        weights_bytes: model weights per GPU incl. the rotary cos/sin cache.
-        activation_bytes: activation peak of the profile run (max_num_batched_tokens tokens).
-        non_torch_bytes: non-PyTorch memory per GPU (None when unknown).
-        kv_cache_bytes: what is left for the KV cache (may be negative: vLLM refuses to start).
-        block_bytes: bytes of one KV block (block_size tokens, all layers) per GPU.
-        kv_blocks: whole blocks that fit.
-        kv_tokens: kv_blocks × block_size.
-        max_concurrency: kv_tokens / tokens per sequence (vLLM's "Maximum concurrency").
-        starts: True when one sequence of the required length fits (vLLM starts).
-        sequences_held: whole sequences of the required length the pool holds at once (compare
-            this, not the rounded ``max_concurrency``, with the required concurrency).
-    """
-
-    total_bytes: int
-    total_source: str
-    budget_bytes: int
-    weights_bytes: int
-    activation_bytes: int
-    non_torch_bytes: int | None
-    kv_cache_bytes: int | None
-    block_bytes: int
-    kv_blocks: int | None
-    kv_tokens: int | None
-    max_concurrency: float | None
-    starts: bool | None
-    sequences_held: int | None = None
-
-
-@dataclass(frozen=True)
 class MemoryEstimate:
     """Everything the memory stage says about one sheet (and optionally one card), per GPU.
 
@@ -131,7 +98,8 @@ class MemoryEstimate:
         lower_bound_bytes: a certain lower bound per GPU: weights + KV cache of the required
             tokens (used to exclude a card), or weights alone without an inference block.
         items, phases: the item table and the phase peaks.
-        vllm: the vLLM pool split (engine vllm with a card), else None.
+        pool: the pool a serving engine takes at start (``engines.PoolSplit``, with a card),
+            else None.
         notes: rules applied and what lies outside the calculation (R5).
         card: the card's canonical name the GPU rules came from, or None.
         gpus: GPUs of the placement; every figure is per GPU.
@@ -150,7 +118,7 @@ class MemoryEstimate:
     lower_bound_bytes: int
     items: tuple[Item, ...]
     phases: tuple[Phase, ...]
-    vllm: VllmSplit | None = None
+    pool: PoolSplit | None = None
     notes: tuple[str, ...] = ()
     card: str | None = None
     gpus: int = 1

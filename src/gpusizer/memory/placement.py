@@ -20,7 +20,23 @@ from fractions import Fraction
 from ..errors import SheetError
 from ..model.facts import ModelFacts
 
-__all__ = ["Share", "inference_share"]
+__all__ = ["Share", "PlacementRule", "inference_share"]
+
+
+@dataclass(frozen=True)
+class PlacementRule:
+    """What differs between engines when one model is split over several GPUs.
+
+    Attributes:
+        tp_replicated_embedding: tensor parallelism keeps the whole embedding on every rank
+            (transformers' ``base_model_tp_plan`` has no entry for ``embed_tokens``); False: a
+            vocab-parallel embedding split like the linears (vLLM ``VocabParallelEmbedding``).
+        device_map_refusal: why the engine cannot use accelerate's layer-wise ``device-map``,
+            or None when it can.
+    """
+
+    tp_replicated_embedding: bool
+    device_map_refusal: str | None
 
 
 @dataclass(frozen=True)
@@ -61,12 +77,13 @@ def _check_tp_split(facts: ModelFacts, tp: int) -> None:
 
 
 def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
-                    concurrency: int, engine: str = "transformers") -> Share:
-    """The heaviest GPU's share for inference.
+                    concurrency: int, rule: PlacementRule) -> Share:
+    """The heaviest GPU's share for inference, under the engine's placement ``rule``.
 
     Raises:
-        SheetError: a training-only strategy (zero2, fsdp) for inference; device-map with vLLM
-            (an accelerate placement vLLM does not use) or with more GPUs than decoder layers.
+        SheetError: a training-only strategy (zero2, fsdp) for inference; device-map under an
+            engine that does not use accelerate's placement (``rule.device_map_refusal``) or
+            with more GPUs than decoder layers.
     """
     one = Fraction(1)
     if strategy == "single" or gpus == 1:
@@ -82,7 +99,7 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     if strategy == "tensor-parallel":
         if facts is not None:
             _check_tp_split(facts, gpus)
-        if engine == "transformers" and facts is not None:
+        if rule.tp_replicated_embedding and facts is not None:
             # transformers' base_model_tp_plan shards the decoder linears and lm_head but has no
             # entry for embed_tokens: every rank keeps the whole embedding.
             embed = facts.parameters_by_role("embedding")
@@ -95,10 +112,8 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                      f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
                      "replicated, negligible)")
     # device-map: contiguous layer runs
-    if engine == "vllm":
-        raise SheetError("device-map is accelerate's layer placement for transformers; vLLM "
-                         "splits a model with tensor-parallel (or pipeline parallelism, not "
-                         "sized here)", field="placement.strategy", value=strategy)
+    if rule.device_map_refusal is not None:
+        raise SheetError(rule.device_map_refusal, field="placement.strategy", value=strategy)
     if facts is not None and gpus > facts.num_layers:
         raise SheetError(f"device-map places whole decoder layers: {gpus} GPUs for "
                          f"{facts.num_layers} layers would leave GPUs empty; use at most "
