@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import __version__
 from ..memory.engines import PoolSplit
+from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
 from ..pipeline import EstimateResult, PlanResult
@@ -122,8 +123,16 @@ def estimate_document(r: EstimateResult) -> dict[str, Any]:
            "memory": memory_dict(r.estimate), "offers": []}
     if r.fit is not None:
         doc["fit"] = {"state": r.fit.state, "reason": r.fit.reason, "condition": r.fit.condition,
-                      "device_bytes": r.card.device_bytes.value}
+                      "device_bytes": r.card.device_bytes.value, **_fit_keys(r.judgement)}
     return doc
+
+
+def _fit_keys(j: FitJudgement | None) -> dict[str, Any]:
+    """CONTRACT.md's ``estimated_fit`` and ``headroom_bytes`` (``unknown`` / null without a
+    judgement: the card or the estimate is unknown)."""
+    if j is None:
+        return {"estimated_fit": "unknown", "headroom_bytes": None}
+    return {"estimated_fit": j.state, "headroom_bytes": j.headroom_bytes}
 
 
 def plan_document(r: PlanResult) -> dict[str, Any]:
@@ -136,6 +145,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "canonical_card": d.card.name if d.card else None, "cards": o.cards,
             "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
             "device_bytes": d.card.device_bytes.value if d.card else None,
+            **_fit_keys(d.fit),
             "spot": o.spot, "card_note": d.card_note,
             **_pool_blocks(d.estimate.pool if d.estimate else None),
             "memory": ({"peak_bytes": d.estimate.peak_bytes,

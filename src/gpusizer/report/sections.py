@@ -110,8 +110,11 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
             (f"{engine.label} starts", str(v["starts"])))))
     if doc.get("fit"):
         f = doc["fit"]
+        headroom = f.get("headroom_bytes")
         out.append(Section("Fit against the card", lines=(
             f"memory: {STATE_TEXT[f['state']]} — {f['reason']}",
+            f"estimated fit: {f.get('estimated_fit', 'unknown').replace('_', ' ')}"
+            + ("" if headroom is None else f"; headroom {fmt_bytes(headroom)} per GPU"),
             *( [f"condition: {f['condition']}"] if f.get("condition") else []))))
     if mem["notes"]:
         out.append(Section("Rules applied and what lies outside the calculation",
