@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..kv_cache import KvLayout
     from ..placement import PlacementRule, Share
 
-__all__ = ["Engine", "PoolSplit", "PoolCondition", "SheetProblem"]
+__all__ = ["Engine", "EngineBase", "PoolSplit", "PoolCondition", "SheetProblem"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +97,24 @@ class SheetProblem:
     key: str
     value: Any
     reason: str
+
+
+class EngineBase:
+    """What every engine derives the same way: ``simulate_supported`` / ``measure_supported``
+    from its refusal texts (None: the tool runs it)."""
+
+    simulate_refusal: str | None = None
+    measure_refusal: str | None = None
+
+    @property
+    def simulate_supported(self) -> bool:
+        """``gpusizer simulate`` runs this engine's model code."""
+        return self.simulate_refusal is None
+
+    @property
+    def measure_supported(self) -> bool:
+        """``gpusizer measure``'s harness runs this engine."""
+        return self.measure_refusal is None
 
 
 class Engine(Protocol):

@@ -24,7 +24,7 @@ from ..kv_cache import KvLayout, kv_layout, prefill_kv_bytes
 from ..placement import PlacementRule
 from ..weights import LINEAR_ONLY
 from ..working_memory import WORKING_SOURCE, forward_working_bytes
-from .base import PoolCondition, PoolSplit, SheetProblem
+from .base import EngineBase, PoolCondition, PoolSplit, SheetProblem
 
 if TYPE_CHECKING:
     from ...catalog.types import Card
@@ -34,14 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["TRANSFORMERS", "TransformersEngine"]
 
 
-class TransformersEngine:
+class TransformersEngine(EngineBase):
     """transformers' own generation loop (the default engine, and the one training runs on)."""
 
     name = "transformers"
     label = "transformers"
     KEYS = frozenset({"cache"})
-    simulate_refusal: str | None = None
-    measure_refusal: str | None = None
     placement = PlacementRule(tp_replicated_embedding=True, device_map_refusal=None)
     bnb_quantized_roles = LINEAR_ONLY
     fp8_weight_only: str | None = None
@@ -49,14 +47,6 @@ class TransformersEngine:
     keeps_inputs_embeds = True
     budget_rule = ""
     pool_peak_note = ""
-
-    @property
-    def simulate_supported(self) -> bool:
-        return self.simulate_refusal is None
-
-    @property
-    def measure_supported(self) -> bool:
-        return self.measure_refusal is None
 
     def sheet_problem(self, inference: Inference) -> SheetProblem | None:
         return None

@@ -26,7 +26,7 @@ from ..kv_cache import KvLayout, kv_bytes, kv_layout
 from ..placement import PlacementRule
 from ..weights import DTYPE_BYTES
 from ..working_memory import WORKING_SOURCE, forward_working_bytes
-from .base import PoolCondition, PoolSplit, SheetProblem
+from .base import EngineBase, PoolCondition, PoolSplit, SheetProblem
 
 if TYPE_CHECKING:
     from ...catalog.types import Card
@@ -127,7 +127,7 @@ def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weigh
                                                 sequences=sequences, round_to=block_size))
 
 
-class VllmEngine:
+class VllmEngine(EngineBase):
     """vLLM (V1) serving one model: paged KV blocks, a profile run, a pool taken at start."""
 
     name = "vllm"
@@ -154,14 +154,6 @@ class VllmEngine:
                       "gpu_memory_utilization), which holds weights, the KV pool, the activation "
                       "peak and non-PyTorch memory; the phase rows show the allocated parts")
     """CONTRACT.md: vLLM takes its whole pool at start, so peak_bytes is the budget."""
-
-    @property
-    def simulate_supported(self) -> bool:
-        return self.simulate_refusal is None
-
-    @property
-    def measure_supported(self) -> bool:
-        return self.measure_refusal is None
 
     def sheet_problem(self, inference: Inference) -> SheetProblem | None:
         if "cache" in inference.model_fields_set:
