@@ -1,8 +1,11 @@
 """Inverse questions (``gpusizer fit``): the largest dimension whose estimated peak fits a card.
 
-fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``,
-⇔ the required sequences fit vLLM's KV pool. Peaks grow monotonically with concurrency and length,
-so a binary search over the estimate finds the boundary exactly.
+A dimension fits unless the fit rule (``memory.fit_rule.judge_fit``) says ``does_not_fit``:
+device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``), or for a serving engine its
+pool holds the required sequences. An ``unknown`` judgement (an item of unknown size) counts as
+fitting on its known part, so the answer is then an upper bound, and the notes say so. Peaks
+grow monotonically with concurrency and length, so a binary search over the estimate finds the
+boundary exactly.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, Callable
 from .catalog.types import Card
 from .errors import SheetError
 from .memory.estimate import estimate_memory
+from .memory.fit_rule import judge_on_card
 from .pipeline import resolve_facts
 from .sheet import Sheet
 
@@ -150,13 +154,13 @@ def _setup(sheet: Sheet, card: Card, base_dir):
         raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
                          field="model.parameters")
     device = int(card.device_bytes.value)
-    fits, unknown = _fits_card(facts, card, device, sheet.margin.of(device))
+    fits, unknown = _fits_card(facts, card)
     return facts, device, fits, unknown
 
 
-def _fits_card(facts, card: Card, device: int, margin: int):
-    """A predicate "the sheet's estimated device peak + margin fits the card", and the set of
-    unknown items it met (judged on the known part: an upper bound on the answer)."""
+def _fits_card(facts, card: Card):
+    """A predicate "the fit rule does not say does_not_fit on ``card``", and the set of
+    unknown items it met (an ``unknown`` judgement fits on its known part: an upper bound)."""
     unknown: set[str] = set()
 
     def fits(s: Sheet) -> bool:
@@ -164,16 +168,8 @@ def _fits_card(facts, card: Card, device: int, margin: int):
             est = estimate_memory(s, facts, card=card)
         except SheetError:
             return False
-        unknown.update(n for p in est.phases for n in p.unknown_items)
-        v = est.vllm
-        if v is not None:
-            # the pool must start and hold every required sequence at once (no queueing)
-            return (bool(v.starts) and v.sequences_held is not None
-                    and v.sequences_held >= s.inference.concurrency
-                    and est.lower_bound_bytes <= device)
-        peak = est.device_peak_bytes
-        if peak is None:  # unknown items: judge on the known part (an upper bound on the answer)
-            peak = max(p.known_bytes for p in est.phases)
-        return peak + margin <= device
+        judgement = judge_on_card(est, card, s.margin)
+        unknown.update(judgement.unknown_items)
+        return judgement.state != "does_not_fit"
 
     return fits, unknown

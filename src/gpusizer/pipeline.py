@@ -13,11 +13,12 @@ from pathlib import Path
 
 from . import __version__
 from .catalog.types import Card, Offer
-from .decision.criteria import CRITERIA, Criterion, OfferContext, budget
+from .decision.criteria import CRITERIA, Criterion, OfferContext, budget, judged_memory
 from .decision.verdict import OfferDecision, rank_offers
 from .errors import SheetError
 from .evidence import EvidenceSet, load_evidence
 from .memory.estimate import estimate_memory
+from .memory.fit_rule import FitJudgement, judge_on_card
 from .memory.items import MemoryEstimate
 from .memory.weights import dense_bytes, weight_breakdown
 from .model.facts import ModelFacts
@@ -94,13 +95,15 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None
 
 @dataclass
 class EstimateResult:
-    """``gpusizer estimate``: the memory of one sheet, optionally against one card."""
+    """``gpusizer estimate``: the memory of one sheet, optionally against one card (``fit``
+    is the memory criterion without evidence, ``judgement`` the fit rule's answer)."""
 
     sheet: Sheet
     facts: ModelFacts | None
     estimate: MemoryEstimate
     card: Card | None
     fit: Criterion | None = None
+    judgement: FitJudgement | None = None
 
 
 def run_estimate(sheet: Sheet, *, card: Card | None = None,
@@ -108,15 +111,10 @@ def run_estimate(sheet: Sheet, *, card: Card | None = None,
     """Estimate memory (and, with a card, the fit against it)."""
     facts = resolve_facts(sheet, base_dir=base_dir)
     est = estimate_memory(sheet, facts, card=card)
-    fit = None
-    if card is not None:
-        from .decision.criteria import memory
-        offer = Offer(id="--card", provider="(none)", card=card.name, cards=sheet.placement.gpus,
-                      days=None, total_usd=None)
-        ctx = OfferContext(sheet, facts, offer, card, est, EvidenceSet((), ()), None, None, None,
-                           required=required_dimensions(sheet))
-        fit = memory(ctx)
-    return EstimateResult(sheet, facts, est, card, fit)
+    if card is None:
+        return EstimateResult(sheet, facts, est, None)
+    judgement = judge_on_card(est, card, sheet.margin)
+    return EstimateResult(sheet, facts, est, card, judged_memory(judgement, card), judgement)
 
 
 def run_simulate(sheet: Sheet, *, card: Card | None = None, base_dir: Path | None = None):
@@ -245,7 +243,9 @@ def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: 
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
-                                       card_note=note))
+                                       card_note=note, fit=(judge_on_card(card_est, card,
+                                                                          sheet.margin)
+                                                            if card_est is not None else None)))
     rank_offers(decisions)
     cited = {json_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
     unapplied = [(doc.file, "in scope of no offer (card and device bytes, provider and image, or "

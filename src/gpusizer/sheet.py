@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,7 +25,7 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
     "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
-    "load_sheet", "parse_sheet",
+    "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
 ]
 
@@ -227,6 +229,49 @@ class Lora(_Block):
     names such as [q_proj, v_proj]."""
 
 
+@dataclass(frozen=True)
+class EngineSheetRules:
+    """What the sheet knows of one inference engine: the ``inference`` keys only it reads (the
+    sheet refuses them under another engine) and what it refuses that needs no model facts.
+    The engine's memory rules live in ``memory/engines/<name>.py``, whose ``KEYS`` are these.
+
+    Attributes:
+        keys: the ``inference`` keys only this engine reads.
+        refuse: (inference block, placement) → (field path, value, what was expected), or None.
+    """
+
+    keys: frozenset[str]
+    refuse: Callable[["Inference", "Placement"], tuple[str, Any, str] | None]
+
+
+def _transformers_refuses(inf: "Inference", placement: "Placement"):
+    return None
+
+
+def _vllm_refuses(inf: "Inference", placement: "Placement"):
+    """vLLM's cache is always paged, its logits are the last position's, and it splits a model
+    with tensor parallelism (vLLM docs, "Distributed inference and serving")."""
+    if "cache" in inf.model_fields_set:
+        return ("inference.cache", inf.cache, "vLLM's KV cache is always paged; cache applies to "
+                "engine transformers")
+    if inf.logits == "all":
+        return ("inference.logits", "all", "vLLM computes logits for the last position of each "
+                "sequence; 'all' is a plain transformers forward")
+    if placement.strategy == "device-map" and placement.gpus > 1:
+        return ("placement.strategy", placement.strategy, "device-map is accelerate's layer "
+                "placement for transformers; vLLM splits a model with tensor-parallel (or "
+                "pipeline parallelism, not sized here)")
+    return None
+
+
+ENGINE_SHEET_RULES: dict[str, EngineSheetRules] = {
+    "transformers": EngineSheetRules(frozenset({"cache"}), _transformers_refuses),
+    "vllm": EngineSheetRules(frozenset({"gpu_memory_utilization", "max_num_batched_tokens",
+                                        "max_num_seqs", "block_size"}), _vllm_refuses),
+}
+"""``inference.engine`` → its sheet rules; one line per engine, beside the ``engine`` Literal."""
+
+
 class Training(_Block):
     """``training``: the fine-tuning workload (required for lora, qlora and full)."""
 
@@ -422,11 +467,6 @@ class Sheet(_Block):
         if self.task == "inference" and strategy in ("zero2", "fsdp") and gpus > 1:
             raise _FieldProblem("placement.strategy", strategy, "shards training state; for "
                                 "inference choose tensor-parallel, device-map or ddp")
-        if self.inference is not None and self.inference.engine == "vllm" \
-                and strategy == "device-map" and gpus > 1:
-            raise _FieldProblem("placement.strategy", strategy, "device-map is accelerate's "
-                                "layer placement for transformers; vLLM splits a model with "
-                                "tensor-parallel (or pipeline parallelism, not sized here)")
 
     def _check_training(self, tr: Training) -> None:
         """What a lora / qlora / full sheet cannot ask, whatever the model."""
@@ -448,20 +488,17 @@ class Sheet(_Block):
         """A key the user set that this sheet would ignore is an error, never dropped silently."""
         inf = self.inference
         if inf is not None:
-            given = inf.model_fields_set
-            vllm_only = sorted(given & {"gpu_memory_utilization", "max_num_batched_tokens",
-                                        "max_num_seqs", "block_size"})
-            if inf.engine != "vllm" and vllm_only:
-                raise _FieldProblem(f"inference.{vllm_only[0]}", getattr(inf, vllm_only[0]),
-                                    "applies to engine vllm only; this sheet uses "
+            rules = ENGINE_SHEET_RULES[inf.engine]
+            problem = rules.refuse(inf, self.placement)
+            if problem is not None:
+                raise _FieldProblem(*problem)
+            foreign = sorted((key, name) for name, other in ENGINE_SHEET_RULES.items()
+                             for key in inf.model_fields_set & (other.keys - rules.keys))
+            if foreign:
+                key, owner = foreign[0]
+                raise _FieldProblem(f"inference.{key}", getattr(inf, key),
+                                    f"applies to engine {owner} only; this sheet uses "
                                     f"engine {inf.engine}")
-            if inf.engine == "vllm" and "cache" in given:
-                raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
-                                    "paged; cache applies to engine transformers")
-            if inf.engine == "vllm" and inf.logits == "all":
-                raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
-                                    "last position of each sequence; 'all' is a plain "
-                                    "transformers forward")
         q, w = self.quantization.model_fields_set, self.weights
         if "double_quant" in q and w not in ("auto", "nf4", "fp4"):
             raise _FieldProblem("quantization.double_quant", self.quantization.double_quant,

@@ -17,10 +17,11 @@ from gpusizer.catalog.cards import require_card
 from gpusizer.catalog.types import Offer
 from gpusizer.decision.criteria import OfferContext, compatibility
 from gpusizer.evidence import EvidenceSet
+from gpusizer.memory.engines import PoolSplit
 from gpusizer.memory.estimate import estimate_memory
 from gpusizer.memory.items import (ITEM_KINDS, NOTE_CODES, ONE_SHOT_PHASES, INFERENCE_PHASES,
                                    TRAINING_PHASES, Item, ItemName, MemoryEstimate, Note,
-                                   NoteCode, VllmSplit, required_phases)
+                                   NoteCode, required_phases)
 from gpusizer.report.json_report import memory_dict
 from gpusizer.simulate.compare import ITEM_MAPPING
 from gpusizer.simulate.engine import CARRIED_ITEMS, CATEGORY_ITEMS
@@ -75,11 +76,11 @@ def test_weights_only_has_no_peak_and_no_envelope():
 
 
 def test_a_preallocated_pool_makes_the_budget_the_peak():
-    split = VllmSplit(total_bytes=10_000, total_source="t", budget_bytes=9_000, weights_bytes=1000,
+    split = PoolSplit(engine="vllm", total_bytes=10_000, total_source="t", budget_bytes=9_000, weights_bytes=1000,
                       activation_bytes=50, non_torch_bytes=500, kv_cache_bytes=7450,
                       block_bytes=10, kv_blocks=745, kv_tokens=745 * 16, max_concurrency=1.0,
                       starts=True)
-    est = _estimate(_items(), vllm=split)
+    est = _estimate(_items(), pool=split)
     assert est.peak_bytes == est.device_peak_bytes == 9_000
     assert est.phases[-1].peak_bytes == 1300   # the phase rows still show the allocated parts
 

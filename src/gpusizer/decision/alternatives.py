@@ -9,9 +9,10 @@ batch), a lower-precision format, gradient checkpointing — with its new peak
 (quality, coverage, throughput). Nothing is applied: the sheet stays the user's; a change that
 does not fit, or cannot be tried, is listed with why.
 
-fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``
-⇔ vLLM starts and its pool holds every required sequence. An estimate with items of unknown size
-cannot say "fits" (``fits`` is None). No torch here.
+fits is the fit rule's judgement (``memory.fit_rule.judge_fit``): device_peak_bytes + margin ≤
+device_bytes (CONTRACT.md ``margin``), or for a serving engine its pool holds every required
+sequence; an estimate with items of unknown size cannot say "fits" (``fits`` is None) unless its
+known part already does not fit (False). No torch here.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..catalog.types import Card
 from ..errors import SheetError
 from ..fit import largest_fitting
 from ..memory.estimate import estimate_memory
+from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -56,6 +58,7 @@ class Fit:
         device_bytes, margin_bytes: the card's nvidia-smi total and the sheet's margin.
         fits: True / False, or None when an item of unknown size leaves the peak unknown.
         reason: the comparison in words.
+        judgement: the fit rule's judgement (None when the sheet cannot be estimated).
     """
 
     estimate: MemoryEstimate | None
@@ -63,6 +66,7 @@ class Fit:
     margin_bytes: int
     fits: bool | None
     reason: str
+    judgement: FitJudgement | None = None
 
 
 @dataclass(frozen=True)
@@ -127,25 +131,12 @@ def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
         est = estimate_memory(sheet, facts, card=card)
     except SheetError as exc:
         return Fit(None, device, margin, False, f"cannot be estimated: {exc.reason}")
-    v = est.vllm
-    if v is not None:
-        need = sheet.inference.concurrency
-        ok = (bool(v.starts) and v.weights_bytes <= v.budget_bytes
-              and v.sequences_held is not None and v.sequences_held >= need)
-        return Fit(est, device, margin, ok,
-                   f"vLLM pool {fmt_bytes(v.budget_bytes)} holds {v.sequences_held} whole "
-                   f"sequence(s) {'>=' if ok else '<'} {need} required")
-    if est.lower_bound_bytes > device:
-        return Fit(est, device, margin, False, f"lower bound {fmt_bytes(est.lower_bound_bytes)} "
-                   f"> device {fmt_bytes(device)}")
-    if est.device_peak_bytes is None:
-        unknown = sorted({n for p in est.phases for n in p.unknown_items}) or ["phases"]
-        return Fit(est, device, margin, None, "peak unknown: items of unknown size ("
-                   + ", ".join(unknown) + f"); known lower bound "
-                   f"{fmt_bytes(est.lower_bound_bytes)} <= device {fmt_bytes(device)}")
-    ok = est.device_peak_bytes + margin <= device
-    return Fit(est, device, margin, ok, f"estimated device peak {fmt_bytes(est.device_peak_bytes)}"
-               f" + margin {fmt_bytes(margin)} {'<=' if ok else '>'} device {fmt_bytes(device)}")
+    judgement = judge_on_card(est, card, sheet.margin)
+    return Fit(est, device, margin, _FITS[judgement.state], judgement.reason, judgement)
+
+
+_FITS = {"fits": True, "does_not_fit": False, "unknown": None}
+"""The fit rule's state as ``Fit.fits``."""
 
 
 def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
@@ -363,7 +354,7 @@ def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
         if state != "exclude":
             # an estimated overload (peak + margin > device, not a certain lower bound) leaves
             # memory to_confirm; its alternatives are listed too, labelled as such
-            if d.card is None or check_fit(sheet, plan.facts, d.card).fits is not False:
+            if d.fit is None or d.fit.state != "does_not_fit":
                 continue
         ctx = OfferContext(sheet, plan.facts, d.offer, d.card, d.estimate, plan.evidence,
                            d.total_usd, d.days, plan.checkpoint_bytes,

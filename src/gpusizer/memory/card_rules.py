@@ -43,10 +43,13 @@ NO_CARD = "no card given: no card-specific rule (kernel, dtype support) was appl
 
 
 def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, weights: str,
-               compute_dtype: str, attention: str, engine: str = "transformers") -> CardRules:
+               compute_dtype: str, attention: str, fp8_weight_only: str | None = None
+               ) -> CardRules:
     """Apply the card's capabilities to the sheet's formats and kernel.
 
-    Without a card (``card=None``), the sheet's choices are kept as they are.
+    Without a card (``card=None``), the sheet's choices are kept as they are. ``fp8_weight_only``
+    is the engine's note when it keeps fp8 weights on a card without fp8 tensor cores
+    (``engines.Engine.fp8_weight_only``); None: the weights are dequantized to bf16 at load.
     """
     if card is None or compute_capability is None:
         return CardRules(card, compute_capability, weights, compute_dtype, attention)
@@ -54,9 +57,8 @@ def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, 
     changes: list[str] = []
     w, cd, att = weights, compute_dtype, attention
     if w == "fp8" and cc < (8, 9):
-        if engine == "vllm":
-            changes.append(f"fp8 weights on CC {cc[0]}.{cc[1]} < 8.9: vLLM runs them through its "
-                           "weight-only FP8 (Marlin) path; weights stay 1 byte")
+        if fp8_weight_only is not None:
+            changes.append(f"fp8 weights on CC {cc[0]}.{cc[1]} < 8.9: {fp8_weight_only}")
         else:
             w = "bf16"
             changes.append(f"fp8 kernels need CC >= 8.9 (card {cc[0]}.{cc[1]}): transformers "

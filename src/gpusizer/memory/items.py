@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from ..sheet import Sheet
+    from .engines.base import PoolSplit
     from .training import TrainingSummary
 
 __all__ = ["Provenance", "ItemName", "ItemKind", "ITEM_KINDS", "NoteCode", "NOTE_CODES", "Note",
-           "Item", "Phase", "VllmSplit", "MemoryEstimate", "phase_peaks", "INFERENCE_PHASES",
+           "Item", "Phase", "MemoryEstimate", "phase_peaks", "INFERENCE_PHASES",
            "TRAINING_PHASES", "ONE_SHOT_PHASES", "required_phases"]
 
 Provenance = Literal["estimated", "simulated", "measured", "declared"]
@@ -115,8 +116,8 @@ library memory), the allocator slack (reserved minus allocated) and bitsandbytes
 
 NoteCode = Literal[
     "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
-    "load_conversion", "no_inference_block", "kv_cache_format", "training", "vllm_pool",
-    "vllm_peak_is_budget", "simulation", "not_simulated",
+    "load_conversion", "no_inference_block", "engine", "training", "pool",
+    "pool_peak_is_budget", "simulation", "not_simulated",
 ]
 
 NOTE_CODES: dict[NoteCode, str] = {
@@ -127,10 +128,12 @@ NOTE_CODES: dict[NoteCode, str] = {
     "format_kept_dense": "a format's kernels leave some tensors in the compute dtype",
     "load_conversion": "the weights are converted from the stored format while loading",
     "no_inference_block": "an inference sheet without an inference block: weights only",
-    "kv_cache_format": "the KV cache format asked is not shipped by the engine",
+    "engine": "what the inference engine does with the sheet's asks (e.g. a KV cache format "
+              "it does not ship)",
     "training": "what a training estimate rests on or leaves out (memory.training)",
-    "vllm_pool": "how vLLM's pool split was made and what it leaves out",
-    "vllm_peak_is_budget": "vLLM's peaks are its budget (total × gpu_memory_utilization)",
+    "pool": "how a serving engine's pool split was made and what it leaves out",
+    "pool_peak_is_budget": "a serving engine's peaks are its budget (total × "
+                           "gpu_memory_utilization)",
     "simulation": "a decision the simulation took (kernel, LoRA targets, layouts, steps)",
     "not_simulated": "what the simulation does not run or cannot see",
 }
@@ -231,42 +234,6 @@ class Phase:
     unknown_items: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class VllmSplit:
-    """How vLLM splits its pool on one GPU, as its start-up log reports it.
-
-    Attributes:
-        total_bytes: the device total used (CUDA-visible total when the card table has it).
-        total_source: which total was used and why.
-        budget_bytes: total × gpu_memory_utilization.
-        weights_bytes: model weights per GPU incl. the rotary cos/sin cache.
-        activation_bytes: activation peak of the profile run (max_num_batched_tokens tokens).
-        non_torch_bytes: non-PyTorch memory per GPU (None when unknown).
-        kv_cache_bytes: what is left for the KV cache (may be negative: vLLM refuses to start).
-        block_bytes: bytes of one KV block (block_size tokens, all layers) per GPU.
-        kv_blocks: whole blocks that fit.
-        kv_tokens: kv_blocks × block_size.
-        max_concurrency: kv_tokens / tokens per sequence (vLLM's "Maximum concurrency").
-        starts: True when one sequence of the required length fits (vLLM starts).
-        sequences_held: whole sequences of the required length the pool holds at once (compare
-            this, not the rounded ``max_concurrency``, with the required concurrency).
-    """
-
-    total_bytes: int
-    total_source: str
-    budget_bytes: int
-    weights_bytes: int
-    activation_bytes: int
-    non_torch_bytes: int | None
-    kv_cache_bytes: int | None
-    block_bytes: int
-    kv_blocks: int | None
-    kv_tokens: int | None
-    max_concurrency: float | None
-    starts: bool | None
-    sequences_held: int | None = None
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MemoryEstimate:
     """Everything the memory stage says about one sheet (and optionally one card), per GPU.
@@ -286,7 +253,8 @@ class MemoryEstimate:
             ``items``; with a preallocated pool (vLLM), the workload's own KV cache, not the pool.
         lower_bound_phase: the phase the lower bound is read at (``Item.bytes_in``): where all
             of ``lower_bound_items`` are live (``decode``; ``optimizer_step``).
-        vllm: the vLLM pool split (engine vllm with a card), else None.
+        pool: the pool a serving engine takes at start (``engines.PoolSplit``, with a card),
+            else None.
         notes: rules applied and what lies outside the calculation (R5).
         card: the card's canonical name the GPU rules came from, or None.
         gpus: GPUs of the placement; every figure is per GPU.
@@ -319,7 +287,7 @@ class MemoryEstimate:
     phase_names: tuple[str, ...]
     lower_bound_items: tuple[Item, ...]
     lower_bound_phase: str
-    vllm: VllmSplit | None = None
+    pool: PoolSplit | None = None
     notes: tuple[Note, ...] = ()
     card: str | None = None
     gpus: int = 1
@@ -338,8 +306,8 @@ class MemoryEstimate:
         phases = phase_peaks(self.items, self.phase_names)
         peaks = [p.peak_bytes for p in phases]
         devices = [p.device_peak_bytes for p in phases]
-        if self.vllm is not None:
-            peak = device = self.vllm.budget_bytes
+        if self.pool is not None:
+            peak = device = self.pool.budget_bytes
         else:
             peak = None if None in peaks else max(peaks, default=None)
             device = None if None in devices else max(devices, default=None)

@@ -20,7 +20,22 @@ from fractions import Fraction
 from ..errors import SheetError
 from ..model.facts import ModelFacts
 
-__all__ = ["Share", "inference_share"]
+__all__ = ["Share", "PlacementRule", "inference_share"]
+
+
+@dataclass(frozen=True)
+class PlacementRule:
+    """What differs between engines when one model is split over several GPUs.
+
+    Attributes:
+        tp_replicated_embedding: tensor parallelism keeps the whole embedding on every rank
+            (transformers' ``base_model_tp_plan`` has no entry for ``embed_tokens``); False: a
+            vocab-parallel embedding split like the linears (vLLM ``VocabParallelEmbedding``).
+            (An engine that cannot use accelerate's ``device-map`` is refused by the sheet:
+            ``sheet.ENGINE_SHEET_RULES``.)
+    """
+
+    tp_replicated_embedding: bool
 
 
 @dataclass(frozen=True)
@@ -61,13 +76,13 @@ def _check_tp_split(facts: ModelFacts, tp: int) -> None:
 
 
 def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
-                    concurrency: int, engine: str = "transformers") -> Share:
-    """The heaviest GPU's share for inference.
+                    concurrency: int, rule: PlacementRule) -> Share:
+    """The heaviest GPU's share for inference, under the engine's placement ``rule``.
 
     Raises:
         SheetError: device-map with more GPUs than decoder layers; a tensor-parallel split of
-            the heads that is not even. (The sheet refuses training-only strategies and
-            device-map with vLLM.)
+            the heads that is not even. (The sheet refuses training-only strategies for
+            inference and device-map under an engine that does not use accelerate's placement.)
     """
     one = Fraction(1)
     if strategy == "single" or gpus == 1:
@@ -79,7 +94,7 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     if strategy == "tensor-parallel":
         if facts is not None:
             _check_tp_split(facts, gpus)
-        if engine == "transformers" and facts is not None:
+        if rule.tp_replicated_embedding and facts is not None:
             # transformers' base_model_tp_plan shards the decoder linears and lm_head but has no
             # entry for embed_tokens: every rank keeps the whole embedding.
             embed = facts.parameters_by_role("embedding")

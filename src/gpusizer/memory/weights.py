@@ -119,13 +119,6 @@ BNB_FORMATS = frozenset({"int8", "nf4", "fp4"})
 LINEAR_ONLY = frozenset({"linear"})
 
 
-def bnb_roles(engine: str) -> frozenset[str]:
-    """Roles bitsandbytes really quantizes: in transformers v5 routed experts are stacked 3-D
-    ``nn.Parameter`` tensors that bitsandbytes (which replaces ``nn.Linear`` only) leaves in the
-    compute dtype (bitsandbytes-foundation/bitsandbytes#1849); vLLM quantizes its fused experts."""
-    return LINEAR_ONLY if engine == "transformers" else QUANTIZABLE_ROLES
-
-
 def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_size: int = 128,
                      double_quant: bool = False,
                      quantized_roles: frozenset[str] = QUANTIZABLE_ROLES) -> WeightBreakdown:
@@ -137,7 +130,8 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         compute_dtype: dtype of the modules kept unquantized (``bf16``…).
         group_size: GPTQ/AWQ group size (inputs per scale); -1 (or 0): one group per output row.
         double_quant: bitsandbytes nested quantization of the absmax.
-        quantized_roles: parameter roles the format packs (``bnb_roles`` for bitsandbytes);
+        quantized_roles: parameter roles the format packs (for bitsandbytes, the engine's
+            ``bnb_quantized_roles``);
             the others stay in ``compute_dtype``.
 
     Returns:

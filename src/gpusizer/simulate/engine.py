@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.types import Card
+from ..memory.engines import ENGINES
 from ..memory.estimate import estimate_memory, plan_weights
 from ..memory.items import Item, ItemName, MemoryEstimate, Note
 from ..model.facts import ModelFacts
@@ -122,10 +123,10 @@ def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None 
             f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
             "tensors the simulation does not lay out; expected a model without routed experts "
             "(use gpusizer estimate)", field="weights", value=sheet.weights)
-    if sheet.inference is not None and sheet.inference.engine != "transformers":
-        raise UnsupportedBySimulation("only engine transformers is simulated (vLLM's pool is "
-                                      "sized by estimate)", field="inference.engine",
-                                      value=sheet.inference.engine)
+    engine = ENGINES[sheet.inference.engine] if sheet.inference is not None else None
+    if engine is not None and not engine.simulate_supported:
+        raise UnsupportedBySimulation(engine.simulate_refusal, field="inference.engine",
+                                      value=engine.name)
     if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",):
         raise UnsupportedBySimulation("the KV cache is simulated in the compute dtype only "
                                       "(expected auto)", field="inference.kv_cache_dtype",
