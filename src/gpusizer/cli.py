@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import GpusizerError, SheetError
+from .errors import (CatalogError, EvidenceError, GpusizerError, MeasureUnsupportedError,
+                     ModelError, ModelNotFoundError, QualityError, SheetError)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size GPU memory for an LLM workload and classify GPU offers "
@@ -29,6 +30,27 @@ class MemFmt(str, Enum):
     json = "json"
 
 
+EXIT_CODES: dict[type[GpusizerError], int] = {
+    MeasureUnsupportedError: 2,  # a MeasureError, but the sheet asks what this machine cannot run
+    ModelNotFoundError: 2,  # a HubError, but the id or revision is wrong
+    SheetError: 2,  # and simulate's SimulationError, UnsupportedBySimulation
+    ModelError: 2,
+    CatalogError: 2,
+    EvidenceError: 2,
+    QualityError: 2,
+    GpusizerError: 1,  # the Hub unreachable, a missing extra, a harness failure
+}
+"""The CLI's exit status per error class: 2 for invalid input (the user fixes the input), 1
+otherwise. Subclasses come first: the first class the error is an instance of decides (as
+huggingface_hub's ``cli/_errors.py`` maps errors to messages). Another front end keeps its own
+table (a web page answers HTTP statuses)."""
+
+
+def exit_code_for(exc: GpusizerError) -> int:
+    """The exit status of ``exc`` from :data:`EXIT_CODES`."""
+    return next(code for cls, code in EXIT_CODES.items() if isinstance(exc, cls))
+
+
 def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
     """Print one line and exit with the error's status. A sheet problem found after reading
     (against the model, the card or a placement) is prefixed with the sheet's file, as the
@@ -36,7 +58,7 @@ def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
     where = f"{sheet}: " if (sheet is not None and isinstance(exc, SheetError)
                              and exc.file is None) else ""
     typer.echo(f"error: {where}{exc}", err=True)
-    raise typer.Exit(exc.exit_code)
+    raise typer.Exit(exit_code_for(exc))
 
 
 def _write(text: str, out: Optional[Path]) -> None:
