@@ -207,16 +207,13 @@ def fit(sheet: SheetArg,
         answer = fit_answer(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
+    doc = answer.to_json()
     if format.value == "json":
         from .report.json_report import dumps
-        _write(dumps(answer) + "\n", None)
+        _write(dumps(doc) + "\n", None)
     else:
-        lines = [f"# gpusizer fit on {answer['card']} (device {answer['device_bytes']} B, margin "
-                 f"{answer['margin']})", ""]
-        lines += [f"- {k}: {v if v is not None else 'none (not even one sequence fits)'}"
-                  for k, v in answer["answers"].items()]
-        lines += [f"- note: {n}" for n in answer["notes"]]
-        _write("\n".join(lines) + "\n", None)
+        from .report.fit_report import render_fit_markdown
+        _write(render_fit_markdown(doc), None)
 
 
 @app.command()
@@ -321,14 +318,8 @@ def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
         r = lock_criteria(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    c = r.lock
-    typer.echo(f"{'locked' if r.created else 'already locked, unchanged'}: {r.path}\n"
-               f"  criteria_sha256 {c.criteria_sha256} at {c.locked_at}\n"
-               f"  reference {c.reference_format}; metric {c.criteria['quality']['metric']} "
-               f"({c.direction} is better); max_regression "
-               f"{c.criteria['quality']['max_regression']}"
-               f"\n  corpus {c.corpus.file}: sha256 {c.corpus.sha256}, {c.corpus.size_bytes} B, "
-               f"{c.corpus.samples} samples")
+    from .report.quality_summary import render_lock_summary
+    typer.echo(render_lock_summary(r), nl=False)
 
 
 @quality_app.command("run")
@@ -349,14 +340,8 @@ def quality_run(sheet: SheetArg,
                         out_dir=out, base_dir=sheet.parent, device=device)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    e = r.evidence
-    typer.echo(f"{e['metric']}: reference {e['reference_format']} {e['reference_value']:.6g}, "
-               f"candidate {e['candidate_format']} {e['candidate_value']:.6g}; regression "
-               f"{100 * e['regression']:+.3f}% vs max {100 * e['max_regression']:g}%: "
-               f"{'passed' if e['passed'] else 'FAILED'}"
-               + (f" (a simulation of {e['proxy_for']}: it does not decide the criterion)"
-                  if e.get("proxy_for") else "")
-               + f"\nwrote {r.evidence_file} and {r.samples_file}")
+    from .report.quality_summary import render_quality_run_summary
+    typer.echo(render_quality_run_summary(r.evidence, r.evidence_file, r.samples_file), nl=False)
 
 
 @quality_app.command("import")
@@ -376,10 +361,8 @@ def quality_import(sheet: SheetArg,
                                    base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    typer.echo(f"{doc['metric']}: reference {doc['reference_value']:.6g}, candidate "
-               f"{doc['candidate_format']} {doc['candidate_value']:.6g}; regression "
-               f"{100 * doc['regression']:+.3f}%: {'passed' if doc['passed'] else 'FAILED'}\n"
-               f"wrote {path}")
+    from .report.quality_summary import render_lm_eval_import_summary
+    typer.echo(render_lm_eval_import_summary(doc, path), nl=False)
 
 
 @app.command()
