@@ -110,7 +110,8 @@ class SheetInputs:
 
 
 def load_sheet_inputs(sheet: Sheet, *, base_dir: Path | None = None) -> SheetInputs:
-    """The input stage of estimate, fit and simulate: resolve the model's facts.
+    """The input stage of estimate and simulate: resolve the model's facts (``fit`` still
+    resolves its own, inside ``gpusizer.fit``).
 
     Raises:
         ModelError, UnknownArchitectureError, HubError: see :func:`resolve_facts`.
