@@ -10,6 +10,7 @@ boundary exactly.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .catalog.types import Card
@@ -19,7 +20,33 @@ from .memory.fit_rule import judge_on_card
 from .pipeline import resolve_facts
 from .sheet import Sheet
 
-__all__ = ["fit_inference", "fit_training", "fit", "largest_fitting"]
+__all__ = ["FitAnswer", "fit_inference", "fit_training", "fit", "largest_fitting"]
+
+
+@dataclass(frozen=True)
+class FitAnswer:
+    """The inverse questions answered for one sheet on one card (``gpusizer fit``).
+
+    Attributes:
+        card: the card's canonical name.
+        device_bytes: the card's device memory (nvidia-smi total), bytes.
+        margin: the sheet's margin as written (``"5%"``).
+        answers: question → the largest value that fits (tokens, sequences or a microbatch), or
+            None when not even the smallest does; in the order asked.
+        notes: how the answers were searched and what they assume.
+    """
+
+    card: str
+    device_bytes: int
+    margin: str
+    answers: dict[str, int | None]
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``gpusizer fit --format json``: ``{"card", "device_bytes", "margin", "answers",
+        "notes"}`` (docs/contract-extensions.md)."""
+        return {"card": self.card, "device_bytes": self.device_bytes, "margin": self.margin,
+                "answers": dict(self.answers), "notes": list(self.notes)}
 
 
 def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
@@ -36,7 +63,7 @@ def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """Largest concurrency at the sheet's length, and largest length (prompt + new, with the
     sheet's new_tokens) at the sheet's concurrency, that fit ``card``.
 
@@ -76,7 +103,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """Largest microbatch at the sheet's sequence length, and longest sequence length at the
     sheet's microbatch, that fit ``card`` (gradient accumulation, which does not change the
     per-microbatch activations, is left as the sheet says; R12).
@@ -114,7 +141,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """The inverse questions for the sheet's task (inference or training)."""
     if sheet.task == "inference":
         return fit_inference(sheet, card, base_dir=base_dir)
@@ -122,14 +149,13 @@ def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
 
 
 def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
-            unknown: set[str]) -> dict[str, Any]:
+            unknown: set[str]) -> FitAnswer:
     notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
              "`gpusizer measure`", *notes]
     if unknown:
         notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
                      + ") were left out of the peaks")
-    return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
-            "answers": answers, "notes": notes}
+    return FitAnswer(card.name, device, str(sheet.margin), answers, tuple(notes))
 
 
 def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:

@@ -27,6 +27,7 @@ __all__ = [
     "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
     "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
+    "parse_sheet_text",
 ]
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
@@ -608,15 +609,28 @@ def load_sheet(path: str | Path) -> Sheet:
     """
     p = Path(path)
     try:
-        data = parse_yaml(decode_text(p.read_bytes()))
+        text = decode_text(p.read_bytes())
     except OSError as exc:
         raise SheetError(f"cannot read the sheet: {exc.strerror}", file=str(p)) from None
     except YamlProblem as exc:
         raise SheetError(str(exc), file=str(p)) from None
+    return parse_sheet_text(text, file=str(p))
+
+
+def parse_sheet_text(text: str, *, file: str | None = None) -> Sheet:
+    """Validate a workload sheet given as YAML text (``file`` names it in messages, if any).
+
+    Raises:
+        SheetError: invalid YAML, an empty text, or an invalid field.
+    """
+    try:
+        data = parse_yaml(text)
+    except YamlProblem as exc:
+        raise SheetError(str(exc), file=file) from None
     if data is None:
         raise SheetError("the sheet is empty: expected a mapping with at least model and task",
-                         file=str(p))
-    return parse_sheet(data, file=str(p))
+                         file=file)
+    return parse_sheet(data, file=file)
 
 
 def canonical_json(sheet: Sheet) -> str:

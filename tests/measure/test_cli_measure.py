@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from gpusizer.cli import exit_code_for
 from gpusizer.errors import MeasureUnsupportedError, SheetError
 from gpusizer.measure import run_measurement
 from gpusizer.measure.faults import parse_injection
@@ -77,7 +78,7 @@ def test_what_the_harness_cannot_run_is_refused_before_running(tmp_path, body, r
     sheet = load_sheet(write_sheet(tmp_path, {**INFERENCE, **body}))
     with pytest.raises(MeasureUnsupportedError, match=re.escape(message)) as exc:
         run_measurement(sheet, tmp_path / "o", random_weights=random_weights, device="cpu")
-    assert exc.value.exit_code == 2
+    assert exit_code_for(exc.value) == 2
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
 
 

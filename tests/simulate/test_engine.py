@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpusizer.cli import exit_code_for
 from gpusizer.errors import GpusizerError
 from gpusizer.model.config import facts_from_config
 from gpusizer.model.families import FAMILIES
@@ -183,4 +184,4 @@ def test_refusals_name_the_field(tiny_llama, top, field):
         sheet = parse_sheet({**base, **top})
         simulate_memory(sheet, resolve_facts(sheet))
     assert info.value.field == field
-    assert info.value.exit_code == 2
+    assert exit_code_for(info.value) == 2
