@@ -91,41 +91,36 @@ def _check(sheet: Sheet, runs: str) -> None:
 def _full_tensors(facts: ModelFacts) -> list[TensorShape]:
     """Trainable tensors of full fine-tuning: each matrix (routed experts stacked per layer, as
     transformers v5 stores them); vectors (norms, biases) as hidden-wide tensors."""
+    arch = facts.architecture
     out: list[TensorShape] = []
-    for g in facts.params:
+    for g in arch.params:
         if g.shapes:
-            stack = facts.moe.num_experts if (g.role == "expert_linear" and facts.moe) else 1
+            stack = arch.moe.num_experts if (g.role == "expert_linear" and arch.moe) else 1
             out += [(max(1, n // stack), stack * r, c) for n, r, c in g.shapes]
         else:
-            h = facts.hidden_size
+            h = arch.hidden_size
             out.append((max(1, g.count // h), h, 1) if g.count >= h else (1, g.count, 1))
     return out
 
 
-_ATTENTION_INPUT_READERS = frozenset({
-    "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj",
-    "kv_a_proj_with_mqa"})
-"""Module names that read the attention norm's output (each family's q/k/v projections)."""
-_MLP_INPUT_READERS = (".gate_proj", ".up_proj", ".c_fc", ".dense_h_to_4h", "mlp.gate_up_proj")
-"""Path suffixes of the modules that read the MLP norm's output."""
+def trained_parts(adapters: LoraAdapters | None) -> TrainedParts:
+    """Which parts of a layer save their input, from the adapted modules' roles (the family
+    declares them: ``LinearModule.role``); full fine-tuning (``adapters`` None) trains all.
 
-
-def _parts(sheet: Sheet, adapters: LoraAdapters | None) -> TrainedParts:
+    ``qkv``: an ``attention_in`` module is adapted (it reads the attention norm's output);
+    ``o``: ``attention_out``; ``gate_up``: ``mlp_in`` or ``shared_expert_in`` (both read the MLP
+    norm's output); ``down``: ``mlp_out``; ``experts``: ``expert``. The reader counts are the
+    adapted ``attention_in`` and (dense) ``mlp_in`` modules.
+    """
     if adapters is None:
         return TrainedParts(full=True, qkv=True, o=True, gate_up=True, down=True, experts=True)
-    names = {m.name for m in adapters.modules}
-    paths = {m.path for m in adapters.modules}
-    qkv = bool(names & _ATTENTION_INPUT_READERS)
-    o = bool({p for p in paths if p.endswith((".o_proj", ".dense", "attn.c_proj"))})
-    gate_up = bool({p for p in paths if p.endswith(_MLP_INPUT_READERS)})
-    down = bool({p for p in paths if p.endswith(("mlp.down_proj", "mlp.c_proj",
-                                                  ".dense_4h_to_h"))
-                 and "experts" not in p})
-    experts = any(m.experts for m in adapters.modules)
-    qkv_readers = sum(1 for m in adapters.modules if m.name in _ATTENTION_INPUT_READERS)
-    gate_up_readers = sum(1 for p in paths if p.endswith(_MLP_INPUT_READERS)
-                          and "experts" not in p and "shared" not in p)
-    return TrainedParts(False, qkv, o, gate_up, down, experts, qkv_readers, gate_up_readers)
+    roles = [m.role for m in adapters.modules]
+    attention_readers = roles.count("attention_in")
+    mlp_readers = roles.count("mlp_in")
+    return TrainedParts(full=False, qkv=attention_readers > 0, o="attention_out" in roles,
+                        gate_up=mlp_readers > 0 or "shared_expert_in" in roles,
+                        down="mlp_out" in roles, experts="expert" in roles,
+                        qkv_readers=attention_readers, gate_up_readers=mlp_readers)
 
 
 def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype: str,
@@ -147,6 +142,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     Raises:
         SheetError: a placement or format this task cannot use; LoRA targets that match nothing.
     """
+    arch = facts.architecture
     tr = sheet.training
     assert tr is not None
     _check(sheet, runs)
@@ -165,12 +161,12 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
 
     adapters = None if full else lora_adapters(facts, tr.lora.rank, tr.lora.targets)
     if full:
-        trainable = facts.total_parameters
+        trainable = arch.total_parameters
         tensors = _full_tensors(facts)
     else:
         trainable = adapters.parameters
         tensors = list(adapters.tensors)
-    parts = _parts(sheet, adapters)
+    parts = trained_parts(adapters)
     items: list[Item] = []
     prepare = sheet.task == "qlora" and tr.prepare_kbit_training is not False
     residual = 4 if prepare else c
@@ -213,8 +209,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                          "is precision amp")
 
     if prepare and c < 4:
-        kept = sum(g.count for g in facts.params if g.role not in QUANTIZABLE_ROLES)
-        largest_kept = max((g.largest_matrix for g in facts.params
+        kept = sum(g.count for g in arch.params if g.role not in QUANTIZABLE_ROLES)
+        largest_kept = max((g.largest_matrix for g in arch.params
                             if g.role in ("embedding", "lm_head")), default=0)
         # the cast runs right after loading, one parameter at a time: the largest 16-bit tensor
         # and its fp32 copy coexist once
@@ -228,11 +224,11 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                           "embeddings and norms also make the residual stream fp32, and "
                           "bitsandbytes linears return fp32 outputs",
                           phase_bytes={p: kept * (4 - c) for p in phases if p != "load"}))
-    linear_params = sum(g.count for g in facts.params
+    linear_params = sum(g.count for g in arch.params
                         if g.role in (*QUANTIZABLE_ROLES, "lm_head")) + (
-        facts.vocab_size * facts.hidden_size if facts.tie_word_embeddings else 0)
-    per_layer_linear = sum(g.count for g in facts.params if g.role in QUANTIZABLE_ROLES) \
-        // max(1, facts.num_layers)
+        arch.vocab_size * arch.hidden_size if arch.tie_word_embeddings else 0)
+    per_layer_linear = sum(g.count for g in arch.params if g.role in QUANTIZABLE_ROLES) \
+        // max(1, arch.num_layers)
     if full and amp and c < 4:
         copies = linear_params * c // shard
         one_layer = per_layer_linear * c
@@ -277,26 +273,26 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     la = layer_activations(facts, batch=b, seq=s, c=c, kernel=kernel, parts=parts,
                            residual_bytes=residual, linear_out_bytes=linear_out,
                            attention_bytes=attention_b)
-    n_layers = facts.num_layers
-    moe_layers = facts.moe.moe_layers if facts.moe else 0
+    n_layers = arch.num_layers
+    moe_layers = arch.moe.moe_layers if arch.moe else 0
     saved = [la.saved_bytes] * (n_layers - moe_layers) + [la.moe_saved_bytes] * moe_layers
     ckpt = tr.gradient_checkpointing
     kept = [la.input_bytes] * n_layers if ckpt else saved
-    final_norm = 4 * t * facts.hidden_size + (2 * c * t * facts.hidden_size if full else 0)
+    final_norm = 4 * t * arch.hidden_size + (2 * c * t * arch.hidden_size if full else 0)
     if prepare and amp and c < 4:
         # the fp32 lm_head is frozen: autocast's 16-bit copy of it is saved for the input gradient
-        final_norm += facts.vocab_size * facts.hidden_size * c
+        final_norm += arch.vocab_size * arch.hidden_size * c
     fwd_logits, bwd_logits, logits_text = logits_bytes(facts, tokens=t, c=logits_b)
-    head_params = facts.vocab_size * facts.hidden_size if full else 0
-    embed_at_end = head_params if (full and not facts.tie_word_embeddings) else 0
+    head_params = arch.vocab_size * arch.hidden_size if full else 0
+    embed_at_end = head_params if (full and not arch.tie_word_embeddings) else 0
     layer_grads = (grads_total - (head_params + embed_at_end) * p_bytes // state_shard)
     layer_grads = max(0, layer_grads) // max(1, n_layers)
     head_grads = head_params * p_bytes // state_shard
     dequant = 0
     if runs in ("nf4", "fp4"):
-        dequant = max((g.largest_matrix for g in facts.params if g.role == "linear"),
+        dequant = max((g.largest_matrix for g in arch.params if g.role == "linear"),
                       default=0) * c
-    wgrad = (max((g.largest_matrix for g in facts.params if g.role in QUANTIZABLE_ROLES),
+    wgrad = (max((g.largest_matrix for g in arch.params if g.role in QUANTIZABLE_ROLES),
                  default=0) * p_bytes if full else 0)
     w_bwd = backward_layer_working(facts, batch=b, seq=s, c=c, kernel=kernel,
                                    largest_dequantized=dequant, largest_weight_grad=wgrad,
@@ -351,12 +347,12 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                                 weights_format=runs)
     # the forward above sized the logits in c; fp32 logits add (4 − c) and need no fp32 copy
     per_logit = (logits_b - c) + (4 if logits_b < 4 else 0) + 4
-    loss = vb * s * facts.vocab_size * per_logit
+    loss = vb * s * arch.vocab_size * per_logit
     items.append(Item("validation_working", val.total_bytes + loss, "estimated", ("validation",),
                       "forward without gradients (gpusizer/memory/working_memory.py) + the "
                       "loss's fp32 copy and log_softmax",
                       f"validation microbatch {vb}: {val.formula}; loss {vb}×{s}×"
-                      f"{facts.vocab_size}×{per_logit} B"))
+                      f"{arch.vocab_size}×{per_logit} B"))
 
     # -- export --------------------------------------------------------------------------------
     export_bytes, export_item = _export(sheet, facts, adapters, runs, c, p_bytes)
@@ -377,8 +373,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                           "DeepSpeed ZeRO config docs: reduce_bucket_size default 5e8 elements",
                           f"5e8 × {p_bytes} B"))
     if strategy == "fsdp" and n_gpu > 1:
-        layer_params = (facts.total_parameters - facts.vocab_size * facts.hidden_size *
-                        (1 if facts.tie_word_embeddings else 2)) // max(1, n_layers)
+        layer_params = (arch.total_parameters - arch.vocab_size * arch.hidden_size *
+                        (1 if arch.tie_word_embeddings else 2)) // max(1, n_layers)
         gathered_b = 4 if (full and amp) else DTYPE_BYTES.get(runs, c)
         gathered = 2 * layer_params * gathered_b
         grads_layer = layer_params * p_bytes if full else 0
@@ -416,6 +412,7 @@ def _export(sheet: Sheet, facts: ModelFacts, adapters: LoraAdapters | None, runs
     and re-quantized (bitsandbytes ``Linear4bit`` merge): the largest adapted matrix × (c +
     adapter bytes); the merged model is written in the compute dtype; full: the trained weights.
     """
+    arch = facts.architecture
     mode = sheet.training.export
     if mode == "none":
         return 0, None
@@ -432,11 +429,11 @@ def _export(sheet: Sheet, facts: ModelFacts, adapters: LoraAdapters | None, runs
         largest = max((m.rows * m.cols * max(1, m.experts) for m in adapters.modules), default=0)
         extra = c if runs in ("nf4", "fp4", "int8") else 0
         tmp = largest * (p_bytes + extra)
-        out = facts.total_parameters * c
+        out = arch.total_parameters * c
         return out, Item("export_transient", tmp, "estimated", ("export",),
                          "PEFT merge_and_unload (LoraLayer.get_delta_weight), bitsandbytes "
                          "Linear4bit/Linear8bitLt merge (dequantize, add, re-quantize)",
                          f"largest adapted matrix {largest} values × ({p_bytes} + {extra}) B; "
-                         f"writes {out} B ({facts.total_parameters} × {c} B)")
-    out = facts.total_parameters * p_bytes
+                         f"writes {out} B ({arch.total_parameters} × {c} B)")
+    out = arch.total_parameters * p_bytes
     return out, None
