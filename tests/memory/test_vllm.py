@@ -41,3 +41,21 @@ def test_vllm13061_r1_distill_qwen14b_2x4090_131072_tokens_refuses_to_start():
     # per-GPU block: 16 tokens × 48 layers × 2 × 4 KV heads × 128 × 2 B
     assert v["block_bytes"] == 16 * 48 * 2 * 4 * 128 * 2
     assert doc["fit"]["state"] == "exclude" and "refuses to start" in doc["fit"]["reason"]
+
+
+def test_rotary_cache_only_for_rotary_positions():
+    from dataclasses import replace
+
+    from gpusizer.memory.vllm import rotary_cache_bytes
+
+    from .conftest import facts_of
+    # Llama-3.1-8B: max_position_embeddings 131072 × head_dim 128 × 2 B (cos and sin halves)
+    assert rotary_cache_bytes(facts_of("meta-llama/Meta-Llama-3.1-8B"), 2) == 131072 * 128 * 2
+    assert rotary_cache_bytes(facts_of("openai-community/gpt2"), 2) == 0   # learned wpe
+    falcon = facts_of("tiiuae/falcon-7b-instruct")   # states no max_position_embeddings
+
+    def with_positions(kind):
+        return replace(falcon, architecture=replace(falcon.architecture, positions=kind,
+                                                    context_window_tokens=2048))
+    assert rotary_cache_bytes(with_positions("rope"), 2) == 2048 * 64 * 2
+    assert rotary_cache_bytes(with_positions("alibi"), 2) == 0   # vLLM Falcon: no get_rope

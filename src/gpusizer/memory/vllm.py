@@ -28,9 +28,10 @@ __all__ = ["rotary_cache_bytes", "profile_activation_bytes", "vllm_split"]
 
 def rotary_cache_bytes(facts: ModelFacts, dtype_bytes: int) -> int:
     """vLLM's cos/sin cache: ``max_position_embeddings × rotary_dim × dtype`` bytes per GPU
-    (rotary_dim = head_dim, or qk_rope_head_dim for MLA); 0 for learned positions (gpt2)."""
+    (rotary_dim = head_dim, or qk_rope_head_dim for MLA); 0 without RoPE (learned positions: gpt2;
+    ALiBi: Falcon with alibi, whose vLLM model builds no rotary embedding)."""
     arch = facts.architecture
-    if arch.positions == "learned" or arch.context_window_tokens is None:
+    if arch.positions != "rope" or arch.context_window_tokens is None:
         return 0
     rotary_dim = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
     return arch.context_window_tokens * rotary_dim * dtype_bytes
