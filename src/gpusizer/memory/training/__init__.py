@@ -25,16 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SheetError
-from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
-from ..sheet import Sheet
-from .activations import (TrainedParts, backward_layer_working, layer_activations,
+from ...errors import SheetError
+from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
+from ...sheet import Sheet
+from ..activations import (TrainedParts, backward_layer_working, layer_activations,
                           logits_bytes)
-from .items import Item
-from .lora import LoraAdapters, lora_adapters
-from .optimizer_states import TensorShape, optimizer_memory
-from .weights import DTYPE_BYTES
-from .working_memory import forward_working_bytes
+from ..items import Item
+from ..lora import LoraAdapters, lora_adapters
+from ..optimizer_states import TensorShape, optimizer_memory
+from ..weights import DTYPE_BYTES
+from ..working_memory import forward_working_bytes
 
 __all__ = ["TrainingSummary", "training_items", "TRAINING_STRATEGIES"]
 
