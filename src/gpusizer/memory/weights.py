@@ -109,7 +109,7 @@ def _ceil_div(a: int, b: int) -> int:
 
 def _per_matrix(facts: ModelFacts, roles: frozenset[str] | tuple[str, ...], fn) -> int | None:
     """Σ over the quantizable matrices of ``n × fn(rows, cols)``; None when shapes are unknown."""
-    groups = [g for g in facts.params if g.role in roles]
+    groups = [g for g in facts.architecture.params if g.role in roles]
     if any(not g.shapes for g in groups if g.count):
         return None
     return sum(n * fn(r, c) for g in groups for n, r, c in g.shapes)
@@ -140,12 +140,13 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
     Raises:
         SheetError: a format this model cannot take (mxfp4 on a model without routed experts).
     """
-    total = facts.total_parameters
-    quant = sum(g.count for g in facts.params if g.role in quantized_roles)
-    experts = facts.parameters_by_role("expert_linear")
-    matrices = sum(g.matrices for g in facts.params if g.role in quantized_roles)
-    rows = sum(g.rows for g in facts.params if g.role in quantized_roles)
-    cols = sum(g.cols for g in facts.params if g.role in quantized_roles)
+    arch = facts.architecture
+    total = arch.total_parameters
+    quant = sum(g.count for g in arch.params if g.role in quantized_roles)
+    experts = arch.parameters_by_role("expert_linear")
+    matrices = sum(g.matrices for g in arch.params if g.role in quantized_roles)
+    rows = sum(g.rows for g in arch.params if g.role in quantized_roles)
+    cols = sum(g.cols for g in arch.params if g.role in quantized_roles)
     kb = DTYPE_BYTES[compute_dtype]
 
     if fmt in ("fp32", "fp16", "bf16"):
@@ -208,7 +209,7 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_s
         def per_row(c: int) -> int:  # groups along one output row; -1: one group (per-channel)
             return 1 if group_size <= 0 else _ceil_div(c, group_size)
         groups = _per_matrix(facts, quantized_roles, lambda r, c: per_row(c) * r) \
-            or _ceil_div(quant, group_size if group_size > 0 else max(1, facts.hidden_size))
+            or _ceil_div(quant, group_size if group_size > 0 else max(1, arch.hidden_size))
         zeros = _per_matrix(facts, quantized_roles,
                             lambda r, c: per_row(c) * _ceil_div(r, 8)) or _ceil_div(groups, 8)
         meta = groups * 2 + zeros * 4

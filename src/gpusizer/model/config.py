@@ -7,8 +7,6 @@ its ``model_type`` (and says so), and an unknown ``model_type`` is an error even
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-
 from ..errors import ModelError
 from .config_reader import ConfigReader
 from .facts import ModelFacts
@@ -87,10 +85,8 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         notes.append(fmt_note)
     detail = "; ".join([source_detail, *notes])
     quant = config.get("quantization_config")
-    # every Architecture field but its notes (folded into source_detail) is a ModelFacts field
-    shapes = {f.name: getattr(arch, f.name) for f in fields(arch) if f.name != "notes"}
     return ModelFacts(
         model_id=model_id, revision=revision, source=source, source_detail=detail,
-        architecture=str(config["model_type"]), stored_dtype=dtype, stored_format=fmt,
-        quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
-        unrecognised_keys=unrecognised, **shapes)
+        model_type=str(config["model_type"]), architecture=arch, stored_dtype=dtype,
+        stored_format=fmt, quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
+        unrecognised_keys=unrecognised)
