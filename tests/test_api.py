@@ -23,7 +23,7 @@ from gpusizer.catalog.cards import require_card
 from gpusizer.cli import app
 from gpusizer.errors import (CatalogError, EvidenceError, ModelError, SheetError,
                              UnknownCardError)
-from gpusizer.fit import FitAnswer
+from gpusizer.pipeline import FitAnswer
 from gpusizer.yaml_reader import parse_yaml
 
 from .conftest import REPO_ROOT

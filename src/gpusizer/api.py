@@ -44,9 +44,7 @@ from typing import TYPE_CHECKING, Any, Union
 from . import pipeline
 from .catalog.types import Card
 from .decision.alternatives import AlternativesResult
-from .fit import FitAnswer
-from .fit import fit as _fit_answer
-from .pipeline import EstimateResult, PlanResult, SheetSource
+from .pipeline import EstimateResult, FitAnswer, PlanResult, SheetSource
 
 if TYPE_CHECKING:
     from .catalog.offers import CatalogSource
@@ -185,7 +183,7 @@ def fit(sheet: SheetSource, *, card: CardLike, base_dir: Folder | None = None) -
         UnknownCardError, ModelError, UnknownArchitectureError, HubError: as :func:`estimate`.
     """
     s, folder = pipeline.read_sheet(sheet, base_dir=_folder(base_dir))
-    return _fit_answer(s, _card(card), base_dir=folder)
+    return pipeline.fit(pipeline.load_sheet_inputs(s, base_dir=folder), _card(card))
 
 
 def simulate(sheet: SheetSource, *, card: CardLike | None = None,

@@ -202,9 +202,9 @@ def fit(sheet: SheetArg,
         format: Annotated[MemFmt, typer.Option("--format")] = MemFmt.md) -> None:
     """Largest concurrency and context (inference), or microbatch and sequence length (training),
     that fit the card with the sheet's margin."""
-    from .fit import fit as fit_answer
+    from .pipeline import run_fit
     try:
-        answer = fit_answer(_load(sheet), _card(card), base_dir=sheet.parent)
+        answer = run_fit(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
     doc = answer.to_json()
@@ -243,21 +243,6 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
     _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
 
 
-def _measure_module():
-    """``gpusizer.measure``, or exit 1 naming the missing package of the measure extra."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-        import peft  # noqa: F401
-
-        from . import measure as module
-    except ImportError as exc:
-        from .errors import MeasureExtraMissingError
-        _fail(MeasureExtraMissingError(f"the measure extra is not installed ({exc.name or exc} "
-                                       "is missing): pip install gpusizer[measure]"))
-    return module
-
-
 class Device(str, Enum):
     cuda = "cuda"
     cpu = "cpu"
@@ -281,12 +266,11 @@ def measure(sheet: SheetArg,
     """Run the ladder (short, typical, limit) for real and write raw notes and evidence
     (needs the measure extra). Exit 0 when every rung passed, 1 when the ladder stopped at a
     violation (recorded in the evidence), 2 on invalid input."""
-    module = _measure_module()
+    from .pipeline import measure as run_measure
     try:
-        result = module.run_measurement(_load(sheet), out, random_weights=random_weights,
-                                        base_dir=sheet.parent, provider=provider, image=image,
-                                        offer_id=offer_id,
-                                        device=device.value if device else None)
+        result = run_measure(_load(sheet), out, random_weights=random_weights,
+                             base_dir=sheet.parent, provider=provider, image=image,
+                             offer_id=offer_id, device=device.value if device else None)
     except GpusizerError as exc:
         _fail(exc, sheet)
     if result.evidence is None:  # ranks other than 0 write raw notes only
@@ -313,9 +297,9 @@ def _lock_path(sheet: Path, lock: Optional[Path]) -> Path:
 def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
     """Fix the quality criteria (reference, corpus SHA-256 and size, metric, max_regression)
     before any comparison; an existing lock with other criteria is refused."""
-    from .quality.criteria_lock import lock_criteria
+    from .pipeline import lock_quality
     try:
-        r = lock_criteria(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
+        r = lock_quality(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
     from .report.quality_summary import render_lock_summary
@@ -334,7 +318,7 @@ def quality_run(sheet: SheetArg,
                     "--device", help="cpu | cuda (default: cuda when available)")] = None) -> None:
     """Evaluate the reference format and --candidate on the frozen corpus; write evidence
     (needs the quality extra)."""
-    from .quality.evaluate import run_quality
+    from .pipeline import run_quality
     try:
         r = run_quality(_load(sheet), candidate=candidate, lock_path=_lock_path(sheet, lock),
                         out_dir=out, base_dir=sheet.parent, device=device)
@@ -354,9 +338,9 @@ def quality_import(sheet: SheetArg,
                    lock: LockOpt = None) -> None:
     """Import lm-evaluation-harness results as quality evidence (task, version, n-shot and
     sample count must match the locked reference)."""
-    from .quality.lm_eval_import import import_lm_eval
+    from .pipeline import import_quality
     try:
-        doc, path = import_lm_eval(_load(sheet), results, candidate=candidate,
+        doc, path = import_quality(_load(sheet), results, candidate=candidate,
                                    lock_path=_lock_path(sheet, lock), out_dir=out,
                                    base_dir=sheet.parent)
     except GpusizerError as exc:
@@ -378,7 +362,7 @@ def alternatives(sheet: SheetArg,
                  today: TodayOpt = None) -> None:
     """For each offer excluded on memory: the single changes that would make it fit, each with
     its new peak and what it puts at risk. Nothing is applied."""
-    from .decision.alternatives import run_alternatives
+    from .pipeline import run_alternatives
     from .report.alternatives_report import alternatives_document, render_alternatives_markdown
     try:
         result = run_alternatives(_load(sheet), catalogs=catalog, evidence_dir=evidence,

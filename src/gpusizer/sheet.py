@@ -25,7 +25,7 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
     "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
-    "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet",
+    "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet", "required_dimensions",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
     "parse_sheet_text",
 ]
@@ -669,3 +669,15 @@ def quality_sha256(sheet: Sheet) -> str | None:
 def sheet_sha256(sheet: Sheet) -> str:
     """SHA-256 (hex) of :func:`canonical_json`; evidence counts only when it matches."""
     return hashlib.sha256(canonical_json(sheet).encode("utf-8")).hexdigest()
+
+
+def required_dimensions(sheet: Sheet) -> dict[str, int]:
+    """The dimensions a run must execute to cover the workload (R1, R9)."""
+    if sheet.inference is not None:
+        i = sheet.inference
+        return {"prompt_tokens": i.prompt_tokens, "new_tokens": i.new_tokens,
+                "concurrency": i.concurrency}
+    if sheet.training is not None:
+        t = sheet.training
+        return {"sequence_length": t.sequence_length, "microbatch": t.microbatch}
+    return {}

@@ -9,7 +9,8 @@ import json
 import yaml
 
 from gpusizer.catalog.cards import all_cards, require_card
-from gpusizer.decision.alternatives import check_fit, run_alternatives
+from gpusizer.decision.alternatives import check_fit
+from gpusizer.pipeline import run_alternatives
 from gpusizer.memory.estimate import estimate_memory
 from gpusizer.pipeline import resolve_facts
 from gpusizer.sheet import parse_sheet, quality_sha256, sheet_sha256

@@ -175,7 +175,7 @@ def test_compatibility_quotes_card_rules_by_code_not_by_text():
 
 
 def test_invalidators_quote_the_bare_count_note_by_code():
-    from gpusizer.pipeline import _invalidators
+    from gpusizer.decision.invalidators import invalidators as _invalidators
     from gpusizer.sheet import parse_sheet
     s = parse_sheet({"model": {"parameters": 7_000_000_000}, "task": "inference",
                      "weights": "fp16"})

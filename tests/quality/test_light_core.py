@@ -13,7 +13,7 @@ def test_lock_import_criterion_and_alternatives_do_not_import_torch():
             "import gpusizer.cli, gpusizer.quality, gpusizer.quality.criteria_lock\n"
             "import gpusizer.quality.lm_eval_import, gpusizer.quality.evidence_doc\n"
             "import gpusizer.decision.alternatives, gpusizer.report.alternatives_report\n"
-            "from gpusizer.decision.alternatives import run_alternatives\n"
+            "from gpusizer.pipeline import run_alternatives\n"
             "from gpusizer.sheet import parse_sheet\n"
             "run_alternatives(parse_sheet({'model': {'id': 'Qwen/Qwen2.5-14B'}, "
             "'task': 'inference', 'weights': 'bf16', 'quality': {'corpus': 'c.jsonl'}, "

@@ -12,7 +12,8 @@ import yaml
 
 from gpusizer.errors import EvidenceError, LmEvalMismatchError, QualityError
 from gpusizer.quality.criteria_lock import default_lock_path, lock_criteria
-from gpusizer.quality.lm_eval_import import import_lm_eval, read_lm_eval_results
+from gpusizer.pipeline import import_quality as import_lm_eval
+from gpusizer.quality.lm_eval_import import read_lm_eval_results
 from gpusizer.sheet import load_sheet
 from tests.conftest import run_cli
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusizer.fit import FitAnswer
+from gpusizer.pipeline import FitAnswer
 from gpusizer.report.fit_report import render_fit_markdown
 
 

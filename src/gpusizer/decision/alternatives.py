@@ -17,28 +17,26 @@ known part already does not fit (False). No torch here.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..catalog.types import Card
 from ..errors import SheetError
-from ..fit import largest_fitting
 from ..memory.estimate import estimate_memory
 from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
-from ..sheet import Sheet
+from ..sheet import Sheet, required_dimensions
 from ..units import fmt_bytes
 from .criteria import OfferContext, quality
+from .search import largest_fitting
 from .verdict import OfferDecision
 
 if TYPE_CHECKING:
-    from ..pipeline import PlanResult
+    from .results import PlanResult
 
 __all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit",
-           "offer_alternatives", "run_alternatives", "plan_alternatives", "LOWER_FORMATS"]
+           "offer_alternatives", "plan_alternatives", "LOWER_FORMATS"]
 
 LOWER_FORMATS: dict[str, tuple[str, ...]] = {
     "fp32": ("bf16", "fp16", "int8", "nf4"),
@@ -340,23 +338,9 @@ def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
                              memory_state)
 
 
-def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
-                     evidence_dir: Path | None = None, today: dt.date | None = None,
-                     base_dir: Path | None = None) -> AlternativesResult:
-    """Plan the sheet (``pipeline.run_plan``), then :func:`plan_alternatives`.
-
-    Raises:
-        SheetError, ModelError, CatalogError, EvidenceError, HubError: as ``run_plan``.
-    """
-    from ..pipeline import run_plan
-    return plan_alternatives(run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir,
-                                      today=today, base_dir=base_dir))
-
-
 def plan_alternatives(plan: PlanResult) -> AlternativesResult:
     """List single changes for each offer of ``plan`` whose memory is ``exclude`` or whose
     estimated peak does not fit; reads no file."""
-    from ..pipeline import required_dimensions
     sheet = plan.sheet
     result = AlternativesResult(plan)
     for d in plan.decisions:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..pipeline import required_dimensions
-from ..sheet import Sheet
+from ..sheet import Sheet, required_dimensions
 
 __all__ = ["RungPlan", "SHORT_TOKENS", "build_ladder", "shortfall"]
 

@@ -13,7 +13,7 @@ estimate, simulate and measure cannot build one inconsistently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from ..sheet import Sheet

@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HubError, ModelError, ModelNotFoundError
+from ..sheet import Sheet
 from .config import facts_from_config
 from .facts import ModelFacts
 from .hub_access import hub_failures, hub_offline
 from .registry import facts_from_entry, find_entry
 from .safetensors_headers import hub_stored_tensors, local_stored_tensors
 
-__all__ = ["resolve_model", "model_folder"]
+__all__ = ["resolve_model", "model_folder", "facts_for_sheet"]
 
 
 def model_folder(path: str | Path, base_dir: str | Path | None) -> Path:
@@ -116,3 +117,20 @@ def _read_json(file: Path) -> dict:
     if not isinstance(data, dict):
         raise ModelError("expected a JSON object", file=str(file))
     return data
+
+
+def facts_for_sheet(sheet: Sheet, *, base_dir: Path | None = None) -> ModelFacts | None:
+    """The model's facts (None for a bare ``model.parameters`` count).
+
+    A relative ``model.path`` is read relative to ``base_dir`` (the sheet's folder), so a sheet
+    means the same wherever it is run from.
+
+    Raises:
+        ModelError, UnknownArchitectureError, HubError: see ``model.resolve``.
+    """
+    m = sheet.model
+    if m.parameters is not None:
+        return None
+    path = None if m.path is None else str(model_folder(m.path, base_dir))
+    return resolve_model(model_id=m.id, revision=m.revision, path=path,
+                         trust_remote_code=m.trust_remote_code)

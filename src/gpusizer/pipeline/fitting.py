@@ -11,16 +11,20 @@ boundary exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .catalog.types import Card
-from .errors import SheetError
-from .memory.estimate import estimate_memory
-from .memory.fit_rule import judge_on_card
-from .pipeline import resolve_facts
-from .sheet import Sheet
+from pathlib import Path
 
-__all__ = ["FitAnswer", "fit_inference", "fit_training", "fit", "largest_fitting"]
+from ..catalog.types import Card
+from ..decision.search import largest_fitting
+from ..errors import SheetError
+from ..memory.estimate import estimate_memory
+from ..memory.fit_rule import judge_on_card
+from ..model.facts import ModelFacts
+from ..sheet import Sheet
+from .inputs import SheetInputs, load_sheet_inputs
+
+__all__ = ["FitAnswer", "fit_inference", "fit_training", "fit", "run_fit"]
 
 
 @dataclass(frozen=True)
@@ -49,21 +53,7 @@ class FitAnswer:
                 "answers": dict(self.answers), "notes": list(self.notes)}
 
 
-def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Largest n in [lo, hi] with ok(n), ok monotone decreasing (binary search); None when
-    ok(lo) fails or the range is empty."""
-    if lo > hi or not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
+def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswer:
     """Largest concurrency at the sheet's length, and largest length (prompt + new, with the
     sheet's new_tokens) at the sheet's concurrency, that fit ``card``.
 
@@ -77,7 +67,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     if inf is None:
         raise SheetError("fit needs an inference block (prompt_tokens, new_tokens)",
                          field="inference")
-    facts, device, fits, unknown = _setup(sheet, card, base_dir)
+    device, fits, unknown = _setup(facts, card)
 
     def with_inf(**kw) -> Sheet:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
@@ -103,7 +93,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
+def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswer:
     """Largest microbatch at the sheet's sequence length, and longest sequence length at the
     sheet's microbatch, that fit ``card`` (gradient accumulation, which does not change the
     per-microbatch activations, is left as the sheet says; R12).
@@ -114,7 +104,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     tr = sheet.training
     if tr is None:
         raise SheetError("fit_training needs a training block", field="training")
-    facts, device, fits, unknown = _setup(sheet, card, base_dir)
+    device, fits, unknown = _setup(facts, card)
 
     def with_tr(**kw) -> Sheet:
         return sheet.model_copy(update={"training": tr.model_copy(update=kw)})
@@ -141,11 +131,26 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
-    """The inverse questions for the sheet's task (inference or training)."""
-    if sheet.task == "inference":
-        return fit_inference(sheet, card, base_dir=base_dir)
-    return fit_training(sheet, card, base_dir=base_dir)
+def run_fit(sheet: Sheet, card: Card, *, base_dir: Path | None = None) -> FitAnswer:
+    """``load_sheet_inputs``, then :func:`fit` (``gpusizer fit``).
+
+    Raises:
+        ModelError, UnknownArchitectureError, HubError: the model's facts; SheetError: as
+        :func:`fit`.
+    """
+    return fit(load_sheet_inputs(sheet, base_dir=base_dir), card)
+
+
+def fit(inputs: SheetInputs, card: Card) -> FitAnswer:
+    """The inverse questions for the sheet's task (inference or training); reads no file.
+
+    Raises:
+        SheetError: a bare parameter count (no architecture to search over), or a sheet
+            without the block its task needs.
+    """
+    if inputs.sheet.task == "inference":
+        return fit_inference(inputs.sheet, inputs.facts, card)
+    return fit_training(inputs.sheet, inputs.facts, card)
 
 
 def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
@@ -160,7 +165,7 @@ def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[st
 
 def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:
     """Why the smallest dimension does not fit, in figures."""
-    from .units import fmt_bytes
+    from ..units import fmt_bytes
     try:
         est = estimate_memory(smallest, facts, card=card)
     except SheetError as exc:
@@ -173,15 +178,18 @@ def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:
             f"{fmt_bytes(est.lower_bound_bytes)}")
 
 
-def _setup(sheet: Sheet, card: Card, base_dir):
-    """The model facts, the card's device bytes and the fits predicate for one sheet."""
-    facts = resolve_facts(sheet, base_dir=base_dir)
+def _setup(facts: ModelFacts | None, card: Card):
+    """The card's device bytes and the fits predicate for one model.
+
+    Raises:
+        SheetError: a bare parameter count (no architecture).
+    """
     if facts is None:
         raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
                          field="model.parameters")
     device = int(card.device_bytes.value)
     fits, unknown = _fits_card(facts, card)
-    return facts, device, fits, unknown
+    return device, fits, unknown
 
 
 def _fits_card(facts, card: Card):

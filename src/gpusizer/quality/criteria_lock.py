@@ -112,8 +112,8 @@ def resolve_reference(sheet: Sheet, *, base_dir: Path | None = None) -> str:
     if sheet.model.parameters is not None:
         raise QualityError("reference 'auto' needs a checkpoint to read; with model.parameters "
                            "name the reference format", field="quality.reference", value="auto")
-    from ..pipeline import resolve_facts
-    facts = resolve_facts(sheet, base_dir=base_dir)
+    from ..model.resolve import facts_for_sheet
+    facts = facts_for_sheet(sheet, base_dir=base_dir)
     if facts is None or facts.stored_format is None:
         raise QualityError("reference 'auto': the checkpoint's stored format is unknown; name "
                            "the reference format", field="quality.reference", value="auto")

@@ -20,7 +20,7 @@ from ..errors import QualityError
 from ..evidence import EvidenceDoc
 from ..sheet import Sheet, sheet_sha256
 from .criteria_lock import CriteriaLock
-from .regression import relative_regression, within_tolerance
+from ..evidence.regression import relative_regression, within_tolerance
 
 __all__ = ["quality_evidence", "write_json", "refuse_existing"]
 

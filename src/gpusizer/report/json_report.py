@@ -10,7 +10,7 @@ from ..memory.engines import PoolSplit
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
-from ..pipeline import EstimateResult, PlanResult
+from ..decision.results import EstimateResult, PlanResult
 from ..sheet import Sheet
 
 __all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",

@@ -21,12 +21,13 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import EvidenceError, GpusizerError
-from .memory.items import ONE_SHOT_PHASES
+from ..errors import EvidenceError, GpusizerError
+from ..memory.items import ONE_SHOT_PHASES
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
            "QualityResult", "quality_result", "measurement_set_aside", "read_evidence_folder",
-           "load_evidence_docs", "read_evidence", "select_evidence", "EvidenceSource"]
+           "load_evidence_docs", "read_evidence", "select_evidence", "EvidenceSource",
+           "citation_key"]
 
 
 NonNegative = Annotated[int, Field(strict=True, ge=0)]
@@ -131,7 +132,7 @@ class QualityResult(BaseModel):
         proxy_for: for a round-trip, the sheet format it only approximates; it never validates
             that format.
         reference_value, candidate_value: the metric on the corpus.
-        regression: relative, in the worse direction (``quality.regression``).
+        regression: relative, in the worse direction (``evidence.regression``).
         max_regression: the locked tolerance.
         passed: ``regression <= max_regression``; checked against the values.
     """
@@ -152,7 +153,7 @@ class QualityResult(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "QualityResult":
-        from .quality.regression import relative_regression, within_tolerance
+        from .regression import relative_regression, within_tolerance
         try:
             reg = relative_regression(self.reference_value, self.candidate_value, self.direction)
         except GpusizerError as exc:
@@ -354,3 +355,9 @@ def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
         return EvidenceSet((), ())
     return select_evidence(read_evidence_folder(directory), sheet_sha256=sheet_sha256,
                            quality_sha256=quality_sha256, quality_criteria=quality_criteria)
+
+
+def citation_key(citation: dict) -> tuple:
+    """A hashable key of an evidence citation (``EvidenceDoc.citation()`` or a criterion's
+    ``evidence`` entry), to tell which documents an offer's criteria cited."""
+    return tuple(sorted(citation.items()))

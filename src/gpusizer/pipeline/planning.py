@@ -1,0 +1,149 @@
+"""``gpusizer plan`` and ``gpusizer alternatives``: every offer classified on the six criteria,
+ranked, with what could invalidate the conclusion; then the single changes that would make an
+offer fit."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..catalog.types import Card, Offer
+from ..decision.criteria import CRITERIA, OfferContext, budget
+from ..decision.invalidators import invalidators
+from ..decision.results import PlanResult
+from ..decision.verdict import OfferDecision, rank_offers
+from ..evidence import EvidenceSet, citation_key, select_evidence
+from ..memory.checkpoint import checkpoint_bytes
+from ..memory.estimate import estimate_memory
+from ..memory.fit_rule import judge_on_card
+from ..memory.items import MemoryEstimate
+from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
+from .inputs import PlanInputs, load_plan_inputs
+
+if TYPE_CHECKING:
+    from ..decision.alternatives import AlternativesResult
+    from ..simulate.engine import SimulationResult
+
+__all__ = ["run_plan", "plan", "run_alternatives", "alternatives"]
+
+
+def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
+    from ..catalog.cards import resolve_offer_card
+    match = resolve_offer_card(offer)
+    return match.card, (None if match.card else match.reason)
+
+
+def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
+             today: dt.date | None = None, base_dir: Path | None = None,
+             simulate: bool = False) -> PlanResult:
+    """:func:`load_plan_inputs` on catalog files and an evidence folder, then :func:`plan`
+    (``gpusizer plan``).
+
+    Args:
+        sheet: the validated sheet.
+        catalogs: catalog files (YAML, CSV, SkyPilot vms.csv); None → the bundled seed catalog.
+        evidence_dir: a folder of evidence ``*.json``.
+        today, simulate: as :func:`plan`.
+        base_dir: the sheet's folder (a relative ``model.path`` is read from there).
+
+    Raises:
+        SheetError, ModelError, CatalogError, EvidenceError, HubError, SimulateExtraMissing.
+    """
+    inputs = load_plan_inputs(
+        sheet, catalogs=None if catalogs is None else [Path(c) for c in catalogs],
+        evidence=None if evidence_dir is None else Path(evidence_dir), base_dir=base_dir)
+    return plan(inputs, today=today, simulate=simulate)
+
+
+def plan(inputs: PlanInputs, *, today: dt.date | None = None,
+         simulate: bool = False) -> PlanResult:
+    """The main job: memory items and phases, every offer classified on six criteria, ranked.
+
+    Reads no file (unless ``simulate``: the simulation runs the model's own code).
+
+    Args:
+        inputs: the sheet, its model's facts, the offers and the evidence documents.
+        today: the date schedules are checked from (default: today).
+        simulate: also simulate the sheet on fake tensors under each known card's rules (the
+            simulate extra); the memory criterion quotes both figures and stays to_confirm.
+
+    Raises:
+        SheetError: the sheet asks what the model cannot do.
+        SimulateExtraMissing: ``simulate`` without torch, transformers and peft.
+    """
+    from ..catalog.offers import offer_total_usd
+    today = today or dt.date.today()
+    sheet, facts = inputs.sheet, inputs.facts
+    est = estimate_memory(sheet, facts)
+    sha = sheet_sha256(sheet)
+    days = sheet.budget.days if sheet.budget else None
+    evidence = select_evidence(inputs.evidence, sheet_sha256=sha,
+                               quality_sha256=quality_sha256(sheet),
+                               quality_criteria=quality_criteria(sheet))
+    ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
+    required = required_dimensions(sheet)
+    per_card: dict[str, MemoryEstimate] = {}
+    simulations: dict[str, SimulationResult] = {}
+    if simulate:
+        from ..simulate import require_extra
+        require_extra()
+    decisions = []
+    for offer in inputs.offers:
+        card, note = _card_of(offer)
+        card_est = None
+        if card is not None:
+            if card.name not in per_card:
+                per_card[card.name] = estimate_memory(sheet, facts, card=card)
+            card_est = per_card[card.name]
+            if simulate and card.name not in simulations:
+                from ..simulate.engine import simulate_memory
+                simulations[card.name] = simulate_memory(sheet, facts, card=card,
+                                                         base_dir=inputs.base_dir)
+        offer_days = offer.days if offer.days is not None else days
+        total = offer_total_usd(offer, offer_days)
+        ctx = OfferContext(sheet=sheet, facts=facts, offer=offer, card=card, estimate=card_est,
+                           evidence=evidence, total_usd=total, days=offer_days,
+                           checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
+                           required=required,
+                           simulated=(simulations[card.name].memory
+                                      if card is not None and card.name in simulations else None))
+        crit = {}
+        for name, fn in CRITERIA.items():
+            crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
+        decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
+                                       card_note=note, fit=(judge_on_card(card_est, card,
+                                                                          sheet.margin)
+                                                            if card_est is not None else None)))
+    rank_offers(decisions)
+    cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
+    unapplied = [(doc.file, "in scope of no offer (card and device bytes, provider and image, or "
+                  "offer id differ) or without the fields its criterion reads")
+                 for doc in evidence.docs if citation_key(doc.citation()) not in cited]
+    evidence = EvidenceSet(evidence.docs, evidence.ignored + tuple(unapplied))
+    inval = invalidators(sheet, facts, est, decisions)
+    files = list(inputs.catalogs)
+    discrepancies = [d for f in files for d in f.discrepancies]
+    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
+                      discrepancies, simulations=simulations)
+
+
+def alternatives(inputs: PlanInputs, *, today: dt.date | None = None) -> AlternativesResult:
+    """:func:`plan`, then the single changes for each offer excluded on memory or estimated not
+    to fit (``decision.alternatives.plan_alternatives``); reads no file."""
+    from ..decision.alternatives import plan_alternatives
+    return plan_alternatives(plan(inputs, today=today))
+
+
+def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
+                     evidence_dir: Path | None = None, today: dt.date | None = None,
+                     base_dir: Path | None = None) -> AlternativesResult:
+    """:func:`run_plan`, then ``decision.alternatives.plan_alternatives``
+    (``gpusizer alternatives``).
+
+    Raises:
+        SheetError, ModelError, CatalogError, EvidenceError, HubError: as :func:`run_plan`.
+    """
+    from ..decision.alternatives import plan_alternatives
+    return plan_alternatives(run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir,
+                                      today=today, base_dir=base_dir))
