@@ -20,13 +20,14 @@ from pathlib import Path
 import torch
 
 from ..errors import MeasureError, MeasureUnsupportedError
+from ..formats import FORMATS, dtype_format
 from ..model.resolve import model_folder
 from ..sheet import Sheet
 
 __all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
 
-_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-_CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_DTYPES = {n: getattr(torch, r.torch_dtype) for n, r in FORMATS.items() if r.dense}
+"""The weight formats this harness runs (the registry's 16/32-bit ones) → torch dtype."""
 _OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor")
 """Optimizers this harness builds from torch.optim (8-bit and paged ones need bitsandbytes)."""
 ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
@@ -98,14 +99,16 @@ def target_dtype(sheet: Sheet, config) -> str:
         if getattr(config, "quantization_config", None):
             raise MeasureUnsupportedError("the checkpoint is pre-quantized; this harness runs "
                                           "16- and 32-bit weights", field="weights", value=w)
-        if name not in _CONFIG_DTYPES:
+        fmt = dtype_format(name) if name is not None else None
+        if fmt not in _DTYPES:
             raise MeasureUnsupportedError(f"config.json states dtype {name!r}; expected one of "
-                                          f"{', '.join(_CONFIG_DTYPES)} — set weights explicitly",
-                                          field="weights", value=w)
-        return _CONFIG_DTYPES[name]
+                                          f"{', '.join(FORMATS[f].torch_dtype for f in _DTYPES)}"
+                                          " — set weights explicitly", field="weights", value=w)
+        return fmt
     if w not in _DTYPES:
         raise MeasureUnsupportedError(f"weights {w} need quantization kernels this harness does "
-                                      "not run yet; expected fp32, fp16 or bf16",
+                                      f"not run yet ({FORMATS[w].layout}); expected "
+                                      f"{', '.join(list(_DTYPES)[:-1])} or {list(_DTYPES)[-1]}",
                                       field="weights", value=w)
     return w
 

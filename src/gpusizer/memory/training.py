@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SheetError
+from ..formats import FORMATS, weight_format
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
 from .activations import (TrainedParts, backward_layer_working, layer_activations,
@@ -75,14 +76,16 @@ def _check(sheet: Sheet, runs: str) -> None:
     if strategy not in TRAINING_STRATEGIES:
         raise SheetError(f"training placement {strategy!r} is not sized: use single, ddp, zero2 "
                          "or fsdp", field="placement.strategy", value=strategy)
-    if sheet.task == "full" and runs not in ("fp32", "fp16", "bf16"):
-        raise SheetError(f"full fine-tuning updates every weight: it needs fp32, fp16 or bf16 "
-                         f"weights, not {runs} (use task lora or qlora on a quantized base)",
-                         field="weights", value=runs)
-    if sheet.task == "qlora" and runs not in ("nf4", "fp4"):
+    if sheet.task == "full" and not weight_format(runs).dense:
+        dense = [n for n, r in FORMATS.items() if r.dense]
+        raise SheetError(f"full fine-tuning updates every weight: it needs "
+                         f"{', '.join(dense[:-1])} or {dense[-1]} weights, not {runs} (use task "
+                         "lora or qlora on a quantized base)", field="weights", value=runs)
+    if sheet.task == "qlora" and not weight_format(runs).qlora_base:
         raise SheetError(f"qlora trains LoRA adapters on a 4-bit bitsandbytes base; the weights "
-                         f"run as {runs}: expected weights nf4 or fp4", field="weights",
-                         value=runs)
+                         f"run as {runs}: expected weights "
+                         f"{' or '.join(n for n, r in FORMATS.items() if r.qlora_base)}",
+                         field="weights", value=runs)
     if sheet.task == "full" and "lora" in sheet.training.model_fields_set:
         raise SheetError("training.lora applies to task lora or qlora, not full",
                          field="training.lora", value=sheet.training.lora.model_dump())
@@ -175,7 +178,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     prepare = sheet.task == "qlora" and tr.prepare_kbit_training is not False
     residual = 4 if prepare else c
     # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
-    linear_out = 4 if (prepare and runs in ("nf4", "fp4", "int8")) else c
+    linear_out = 4 if (prepare and weight_format(runs).outputs_follow_input_dtype) else c
     # without autocast the attention kernel receives those fp32 projections as they are, and the
     # fp32 lm_head makes fp32 logits
     attention_b = linear_out if not amp else c
@@ -293,7 +296,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     layer_grads = max(0, layer_grads) // max(1, n_layers)
     head_grads = head_params * p_bytes // state_shard
     dequant = 0
-    if runs in ("nf4", "fp4"):
+    if weight_format(runs).backward_dequant_transient:
         dequant = max((g.largest_matrix for g in facts.params if g.role == "linear"),
                       default=0) * c
     wgrad = (max((g.largest_matrix for g in facts.params if g.role in QUANTIZABLE_ROLES),
@@ -379,7 +382,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     if strategy == "fsdp" and n_gpu > 1:
         layer_params = (facts.total_parameters - facts.vocab_size * facts.hidden_size *
                         (1 if facts.tie_word_embeddings else 2)) // max(1, n_layers)
-        gathered_b = 4 if (full and amp) else DTYPE_BYTES.get(runs, c)
+        gathered_b = 4 if (full and amp) else (weight_format(runs).byte_width or c)
         gathered = 2 * layer_params * gathered_b
         grads_layer = layer_params * p_bytes if full else 0
         items.append(Item("fsdp_gathered_layers", gathered + grads_layer, "estimated",
@@ -430,7 +433,7 @@ def _export(sheet: Sheet, facts: ModelFacts, adapters: LoraAdapters | None, runs
         return out, None
     if mode == "merged":
         largest = max((m.rows * m.cols * max(1, m.experts) for m in adapters.modules), default=0)
-        extra = c if runs in ("nf4", "fp4", "int8") else 0
+        extra = c if weight_format(runs).merge_requantizes else 0
         tmp = largest * (p_bytes + extra)
         out = facts.total_parameters * c
         return out, Item("export_transient", tmp, "estimated", ("export",),
