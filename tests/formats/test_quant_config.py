@@ -90,3 +90,37 @@ def test_an_exclusion_list_keeps_the_named_linears_in_16_bit():
     odd = replace(f, quantization_config={**f.quantization_config,
                                           "modules_to_not_convert": ["vision_tower*"]})
     assert "vision_tower*" in weight_breakdown(odd, "fp8", compute_dtype="bf16").notes[0]
+
+
+@pytest.mark.parametrize("config,block", [
+    # FineGrainedFP8Config: absent key → its (128, 128) default; explicit null → per tensor
+    ({"quant_method": "fp8", "activation_scheme": "dynamic"}, None),
+    ({"quant_method": "fp8", "weight_block_size": None}, (0, 0)),
+    ({"quant_method": "fp8", "weight_block_size": [64, 128]}, (64, 128)),
+    ({"quant_method": "fbgemm_fp8"}, (1, 0)),  # FbgemmFp8Linear weight_scale [out, 1]
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "channel"}}}}, (1, 0)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}},
+     (128, 128)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "tensor"}}}}, (0, 0)),
+])
+def test_fp8_scale_blocks(config, block):
+    stored = detect(config)
+    assert (stored.fmt, stored.block) == ("fp8", block)
+    expected = block or (128, 128)
+    assert quant_params(None, stored, "fp8", stored_format="fp8").block == expected
+
+
+def test_fp8_without_a_block_is_transformers_default_128_blocks_in_estimate():
+    # Llama-3.1-8B converted to fp8 at load: FineGrainedFP8Config() → 128×128 blocks per matrix
+    f = facts_of(LLAMA)
+    bd = weight_breakdown(f, "fp8", compute_dtype="bf16")
+    per_layer = (4096 // 128) ** 2 * 2 + (1024 // 128) * (4096 // 128) * 2 \
+        + 3 * (14336 // 128) * (4096 // 128)
+    assert bd.metadata_bytes == 32 * per_layer * 4
+    per_tensor = replace(f, stored_format="fp8",
+                         quantization_config={"quant_method": "fp8", "weight_block_size": None})
+    assert weight_breakdown(per_tensor, "fp8", compute_dtype="bf16").metadata_bytes == \
+        32 * 7 * 4  # one fp32 scale per matrix

@@ -2,9 +2,17 @@
 
 Layout: transformers ``FP8Linear`` (``integrations/finegrained_fp8.py``) holds ``weight``
 float8_e4m3fn [out, in] and ``weight_scale_inv`` fp32 [⌈out/bo⌉, ⌈in/bi⌉] for a
-``weight_block_size`` (bo, bi) (DeepSeek-V3 config ``quantization_config.weight_block_size``);
-with ``block_size`` None one fp32 scale per matrix. lm_head and the other non-Linear modules
-stay in the compute dtype (``get_modules_to_not_convert``), as do ``modules_to_not_convert``.
+``weight_block_size`` (bo, bi) (DeepSeek-V3 config ``quantization_config.weight_block_size``).
+Without the key, ``FineGrainedFP8Config``'s default (128, 128) applies — to a 16-bit checkpoint
+converted at load and to a pre-quantized config alike (``from_dict`` is ``cls(**config)``;
+``formats.FP8_DEFAULT_BLOCK``); only an explicit ``weight_block_size: null`` gives one fp32
+scale per matrix (``FP8Linear``: ``weight_scale_inv`` a scalar). fbgemm fp8 stores one fp32
+``weight_scale`` per output row (``FbgemmFp8Linear``: [out, 1]); compressed-tensors float8
+follows its ``strategy`` (``tensor``: one scale, ``channel``: per row, ``block``:
+``block_structure``, ``group``: per row and ``group_size`` inputs; no strategy and no group size
+is ``tensor``, compressed-tensors ``QuantizationArgs``). lm_head and the other non-Linear
+modules stay in the compute dtype (``get_modules_to_not_convert``), as do the modules the
+config excludes (``modules_to_not_convert``, ``ignore``).
 
 Kernels: FP8 tensor cores need compute capability >= 8.9 (Ada, Hopper). Below it transformers
 dequantizes the checkpoint to bf16 at load (``FineGrainedFP8HfQuantizer.validate_environment``
@@ -19,7 +27,7 @@ compressed-tensors scheme with ``num_bits 8, type float``.
 
 from __future__ import annotations
 
-from .quant_config import QuantConfig, QuantParams, QuantSource
+from .quant_config import PER_ROW, PER_TENSOR, QuantConfig, QuantParams, QuantSource
 from .record import Fallback, Matrices, Metadata, WeightFormat, ceil_div
 
 __all__ = ["RECORD"]
@@ -32,11 +40,7 @@ def _packs(engine: str | None, stored: QuantConfig | None) -> frozenset[str]:
 
 
 def _metadata(m: Matrices, quant: QuantParams) -> Metadata:
-    block = quant.block
-    if block is None:
-        return Metadata(m.matrices * 4, f"{m.matrices} matrices × one fp32 per-tensor scale × 4 B",
-                        m.matrices)
-    br, bc = block
+    br, bc = quant.block
     exact = m.per_matrix(lambda r, c: ceil_div(r, br or r) * ceil_div(c, bc or c))
     if exact:
         return Metadata(exact * 4, f"{exact} fp32 scale_inv (one per {br or 'all'}×{bc or 'all'} "
@@ -52,23 +56,41 @@ def _block(value) -> tuple[int, int] | None:
     return None
 
 
+def _compressed_tensors_block(weights) -> tuple[int, int] | None:
+    strategy = weights.get("strategy")
+    group = weights.get("group_size")
+    if strategy == "block":
+        return _block(weights.get("block_structure"))
+    if strategy == "channel":
+        return PER_ROW
+    if strategy == "group" and isinstance(group, int):
+        return (1, group)
+    if strategy == "tensor" or (strategy is None and group is None):
+        return PER_TENSOR
+    return None
+
+
 def detect(src: QuantSource) -> QuantConfig | None:
     """FineGrainedFP8 / fbgemm fp8 configs and compressed-tensors float8 (see module doc)."""
     q = src.raw
-    if src.method in ("fp8", "fbgemm_fp8"):
-        return src.config("fp8", block=_block(q.get("weight_block_size")),
-                          excluded=src.ignored())
+    if src.method == "fp8":
+        stated = q.get("weight_block_size")
+        block = PER_TENSOR if "weight_block_size" in q and stated is None else _block(stated)
+        return src.config("fp8", block=block, excluded=src.ignored())
+    if src.method == "fbgemm_fp8":
+        return src.config("fp8", block=PER_ROW, excluded=src.ignored())
     if src.method == "compressed-tensors":
         weights, _ = src.compressed_tensors_weights()
         if weights is not None and (weights.get("num_bits"), weights.get("type")) == (8, "float"):
-            return src.config("fp8", excluded=src.ignored())
+            return src.config("fp8", block=_compressed_tensors_block(weights),
+                              excluded=src.ignored())
     return None
 
 
 RECORD = WeightFormat(
     name="fp8", family="fp8", bits=8,
-    layout="float8_e4m3fn weight + fp32 weight_scale_inv per weight_block_size block "
-           "(transformers FineGrainedFP8)",
+    layout="float8_e4m3fn weight + fp32 weight_scale_inv per weight_block_size block, 128×128 "
+           "by default (transformers FineGrainedFP8)",
     packs=_packs, packs_text="linear", metadata=_metadata, torch_dtype="float8_e4m3fn",
     packed_at_rest=True, dequantizable=True, min_compute_capability=(8, 9),
     below_min={

@@ -11,9 +11,13 @@ Defaults, each the library's own:
 - ``DEFAULT_GROUP_SIZE = 128``: AutoGPTQ ``BaseQuantizeConfig.group_size`` and transformers
   ``GPTQConfig``/``AwqConfig`` ``group_size`` default; the sheet's ``quantization.group_size``.
 - ``FP8_DEFAULT_BLOCK = (128, 128)``: transformers ``FineGrainedFP8Config.weight_block_size``
-  default (``utils/quantization_config.py``). simulate lays fp8 out with it when the config
-  states no block; estimate still counts one fp32 scale per matrix then (``QuantParams.block``
-  None), a known difference (``simulate/README.md``).
+  default (``utils/quantization_config.py``, transformers 5.24). It is what transformers uses
+  both when it converts a 16-bit checkpoint to fp8 at load (``FineGrainedFP8Config()``) and when
+  a pre-quantized fp8 config.json has no ``weight_block_size`` key (``from_dict`` calls
+  ``cls(**config_dict)``, so the constructor default applies): ``FP8Linear`` then holds a
+  ``weight_scale_inv`` of ``⌈out/128⌉ × ⌈in/128⌉`` fp32 (``integrations/finegrained_fp8.py``).
+  Only an explicit ``weight_block_size: null`` gives one fp32 scale per matrix. estimate and
+  simulate both size with it.
 """
 
 from __future__ import annotations
@@ -162,13 +166,12 @@ class QuantParams:
     Attributes:
         group_size: GPTQ / AWQ inputs per scale (≤ 0: one group per output row).
         double_quant: bitsandbytes nested absmax.
-        block: fp8 scale block ``(rows, cols)``, 0 = the whole dimension, or None when the
-            checkpoint states none.
+        block: fp8 scale block ``(rows, cols)``, 0 = the whole dimension.
     """
 
     group_size: int = DEFAULT_GROUP_SIZE
     double_quant: bool = False
-    block: tuple[int, int] | None = None
+    block: tuple[int, int] = FP8_DEFAULT_BLOCK
 
 
 class SheetQuantization(Protocol):
@@ -200,7 +203,7 @@ def quant_params(requested: SheetQuantization | None, stored: QuantConfig | None
     dq = requested.double_quant if requested is not None else False
     given = requested.model_fields_set if requested is not None else set()
     if stored is None or stored_format != runs:
-        return QuantParams(group, dq, None)
+        return QuantParams(group, dq, FP8_DEFAULT_BLOCK)
     if "group_size" in sheet_keys and stored.group_size is not None:
         if "group_size" in given and group != stored.group_size:
             raise SheetError(f"the checkpoint is quantized with group_size {stored.group_size}, "
@@ -212,4 +215,4 @@ def quant_params(requested: SheetQuantization | None, stored: QuantConfig | None
             raise SheetError(f"the checkpoint says double quantization {stored.double_quant} "
                              f"({stored.source})", field="quantization.double_quant", value=dq)
         dq = stored.double_quant
-    return QuantParams(group, dq, stored.block)
+    return QuantParams(group, dq, stored.block if stored.block is not None else FP8_DEFAULT_BLOCK)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.types import Card
-from ..formats import FORMATS, FP8_DEFAULT_BLOCK, weight_format
+from ..formats import FORMATS, weight_format
 from ..memory.estimate import estimate_memory, plan_weights, sheet_quant_params
 from ..memory.items import Item, MemoryEstimate, phase_peaks
 from ..model.facts import ModelFacts
@@ -191,8 +191,7 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         quant = Quantization(qp.double_quant, converted=plan.converted,
                              prepare_kbit=sheet.task == "qlora" and tr is not None
                              and tr.prepare_kbit_training is not False,
-                             fmt=plan.runs, group_size=qp.group_size,
-                             block=qp.block if qp.block is not None else FP8_DEFAULT_BLOCK)
+                             fmt=plan.runs, group_size=qp.group_size, block=qp.block)
     amp = sheet.training is not None and sheet.training.precision == "amp"
     model_dtype = "fp32" if amp and sheet.task == "full" else plan.compute_dtype
     run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,
