@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MeasureError, MeasureUnsupportedError
-from ..formats import FORMATS, dtype_format
+from ..formats import FORMATS, dtype_format, side_files
 from ..model.resolve import model_folder
 from ..sheet import Sheet
 
@@ -122,10 +122,19 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
     """Refuse, before anything runs, what this harness cannot load; returns the target dtype.
 
     Raises:
-        MeasureUnsupportedError: see :func:`target_dtype`; flash attention without CUDA; real
-            weights from a folder without safetensors.
+        MeasureUnsupportedError: see :func:`target_dtype`; ``weights: auto`` on a folder whose
+            quantization is declared in a side file (``gpusizer.formats.side_files``); flash
+            attention without CUDA; real weights from a folder without safetensors.
     """
     dtype_name = target_dtype(sheet, config)
+    src, revision = _model_source(sheet, base_dir)
+    declared = [f for f in side_files() if revision is None and (Path(src) / f).is_file()]
+    if sheet.weights == "auto" and declared:
+        # a quantization declared beside config.json (ModelOpt's hf_quant_config.json), which
+        # transformers' config does not carry
+        raise MeasureUnsupportedError(f"the checkpoint is pre-quantized ({declared[0]}); this "
+                                      "harness runs 16- and 32-bit weights", field="weights",
+                                      value=sheet.weights)
     if sheet.task == "qlora":
         raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
                                       "harness runs 16/32-bit bases", field="task",
@@ -148,7 +157,6 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
     if ATTENTION[sheet.attention] == "flash_attention_2" and device.type != "cuda":
         raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
                                       value=sheet.attention)
-    src, revision = _model_source(sheet, base_dir)
     if not random_weights and revision is None and not _has_safetensors(Path(src)):
         raise MeasureUnsupportedError(f"no *.safetensors in {src!r}: weights are read only as "
                                       "safetensors (never unpickled); or use --random-weights",
