@@ -35,7 +35,7 @@ def test_registry_order_is_the_sheet_order_of_the_contract():
 @pytest.mark.parametrize("name,bits,byte_width", [
     ("fp32", 32, 4), ("fp16", 16, 2), ("bf16", 16, 2), ("fp8", 8, 1), ("int8", 8, 1),
     ("nf4", 4, None), ("fp4", 4, None), ("int4", 4, None), ("gptq-int4", 4, None),
-    ("awq-int4", 4, None), ("mxfp4", 4, None)])
+    ("awq-int4", 4, None), ("mxfp4", 4, None), ("nvfp4", 4, None)])
 def test_bits_per_value(name, bits, byte_width):
     rec = FORMATS[name]
     assert (rec.bits, rec.byte_width) == (bits, byte_width)
@@ -45,12 +45,14 @@ def test_bits_per_value(name, bits, byte_width):
 def test_flags_of_each_family():
     dense = {n for n, r in FORMATS.items() if r.dense}
     assert dense == {"fp32", "fp16", "bf16"}
-    # GPTQ / AWQ need offline calibration; everything else transformers makes at load
-    assert {n for n, r in FORMATS.items() if not r.produced_at_load} == {"gptq-int4", "awq-int4"}
+    # GPTQ / AWQ need offline calibration, NVFP4 is read pre-quantized; transformers makes the
+    # others at load
+    assert {n for n, r in FORMATS.items() if not r.produced_at_load} == {"gptq-int4", "awq-int4",
+                                                                        "nvfp4"}
     # FineGrainedFP8 / Mxfp4 quantizers dequantize (dequantize=True)
     assert {n for n, r in FORMATS.items() if r.dequantizable} == {"fp8", "mxfp4"}
     assert {n for n, r in FORMATS.items() if r.packed_at_rest} == {
-        "fp8", "int8", "nf4", "fp4", "gptq-int4", "awq-int4", "mxfp4"}
+        "fp8", "int8", "nf4", "fp4", "gptq-int4", "awq-int4", "mxfp4", "nvfp4"}
     assert {n for n, r in FORMATS.items() if r.qlora_base} == {"nf4", "fp4"}
     assert {n for n, r in FORMATS.items() if r.outputs_follow_input_dtype} == {"int8", "nf4",
                                                                               "fp4"}

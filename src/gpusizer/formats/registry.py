@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ..errors import SheetError
-from . import bnb, dense, fp8, gptq, mxfp4, theoretical
+from . import bnb, dense, fp8, gptq, mxfp4, nvfp4, theoretical
 from .quant_config import QuantConfig, QuantSource
 from .record import WeightFormat
 
@@ -25,6 +25,7 @@ _ORDER: tuple[WeightFormat, ...] = (
     theoretical.RECORD,             # int4
     *gptq.RECORDS,                  # gptq-int4, awq-int4
     mxfp4.RECORD,
+    nvfp4.RECORD,
 )
 
 FORMATS: Mapping[str, WeightFormat] = MappingProxyType({r.name: r for r in _ORDER})
