@@ -88,10 +88,8 @@ def detect(src: QuantSource) -> QuantConfig | None:
             return src.config(kind, double_quant=dq if isinstance(dq, bool) else None)
         return src.config(None, note="bitsandbytes config with neither load_in_8bit nor "
                           "load_in_4bit")
-    if src.method == "compressed-tensors":
-        weights, _ = src.compressed_tensors_weights()
-        if weights is not None and (weights.get("num_bits"), weights.get("type")) == (8, "int"):
-            return src.config("int8")
+    if src.compressed_tensors_kind() == (8, "int"):
+        return src.config("int8")
     return None
 
 

@@ -79,11 +79,9 @@ def detect(src: QuantSource) -> QuantConfig | None:
         return src.config("fp8", block=block, excluded=src.ignored())
     if src.method == "fbgemm_fp8":
         return src.config("fp8", block=PER_ROW, excluded=src.ignored())
-    if src.method == "compressed-tensors":
+    if src.compressed_tensors_kind() == (8, "float"):
         weights, _ = src.compressed_tensors_weights()
-        if weights is not None and (weights.get("num_bits"), weights.get("type")) == (8, "float"):
-            return src.config("fp8", block=_compressed_tensors_block(weights),
-                              excluded=src.ignored())
+        return src.config("fp8", block=_compressed_tensors_block(weights), excluded=src.ignored())
     return None
 
 

@@ -112,11 +112,9 @@ def detect(src: QuantSource) -> QuantConfig | None:
     """ModelOpt NVFP4 and compressed-tensors NVFP4 configs (see module doc)."""
     if src.method == "modelopt":
         return _modelopt(src)
-    if src.method != "compressed-tensors":
+    if src.compressed_tensors_kind() != (4, "float"):
         return None
     weights, _ = src.compressed_tensors_weights()
-    if weights is None or (weights.get("num_bits"), weights.get("type")) != (4, "float"):
-        return None
     group = weights.get("group_size")
     fmt = src.raw.get("format")
     if group != NVFP4_GROUP and fmt != "nvfp4-pack-quantized":

@@ -148,6 +148,14 @@ class QuantSource:
             return None, "compressed-tensors group without a weights scheme"
         return weights, None
 
+    def compressed_tensors_kind(self) -> tuple[object, object] | None:
+        """``(num_bits, type)`` of a compressed-tensors config's one weights scheme, or None
+        (another method, or no single scheme)."""
+        if self.method != "compressed-tensors":
+            return None
+        weights, _ = self.compressed_tensors_weights()
+        return None if weights is None else (weights.get("num_bits"), weights.get("type"))
+
     def ignored(self) -> tuple[str, ...]:
         """The modules kept unquantized, from whichever key this producer writes."""
         inner = self.raw.get("quantization")

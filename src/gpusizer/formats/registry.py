@@ -95,9 +95,9 @@ def detect(raw: Mapping, *, where: str = "config.json quantization_config") -> Q
             if got is not None:
                 return got
     if src.method == "compressed-tensors":
-        weights, problem = src.compressed_tensors_weights()
-        key = (weights.get("num_bits"), weights.get("type")) if weights is not None else None
-        note = problem or f"compressed-tensors weights {key} are not sized"
+        _, problem = src.compressed_tensors_weights()
+        kind = src.compressed_tensors_kind()
+        note = problem or f"compressed-tensors weights {kind} are not sized"
     else:
         note = f"quant_method {raw.get('quant_method')!r} is not sized by gpusizer"
     return src.config(None, note=note)

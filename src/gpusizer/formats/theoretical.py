@@ -15,12 +15,7 @@ __all__ = ["RECORD"]
 
 def detect(src: QuantSource) -> QuantConfig | None:
     """compressed-tensors ``num_bits 4, type int``."""
-    if src.method != "compressed-tensors":
-        return None
-    weights, _ = src.compressed_tensors_weights()
-    if weights is not None and (weights.get("num_bits"), weights.get("type")) == (4, "int"):
-        return src.config("int4")
-    return None
+    return src.config("int4") if src.compressed_tensors_kind() == (4, "int") else None
 
 
 RECORD = WeightFormat(
