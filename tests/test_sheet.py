@@ -65,3 +65,84 @@ def test_canonical_json_is_sorted_compact_with_integer_bytes():
     assert data["reserve"] == 1024 and list(data) == sorted(data)
     assert sheet_sha256(s) == sheet_sha256(parse_sheet({**BASE, "reserve": "1024 B"}))
     assert sheet_sha256(s) != sheet_sha256(parse_sheet(BASE))
+
+
+TRAIN = {"model": {"id": "meta-llama/Meta-Llama-3.1-8B"}, "task": "lora", "weights": "bf16",
+         "training": {"sequence_length": 2048, "microbatch": 2}}
+
+
+def _training(task="lora", **training):
+    return {**TRAIN, "task": task, "training": {**TRAIN["training"], **training}}
+
+
+@pytest.mark.parametrize("body,field,value,fragment", [
+    ({**TRAIN, "placement": {"gpus": 2, "strategy": "tensor-parallel"}}, "placement.strategy",
+     "tensor-parallel", "expected single, ddp, zero2 or fsdp"),
+    ({**TRAIN, "placement": {"gpus": 1, "strategy": "device-map"}}, "placement.strategy",
+     "device-map", "not sized for training"),
+    ({**BASE, "placement": {"gpus": 2, "strategy": "fsdp"}}, "placement.strategy", "fsdp",
+     "shards training state"),
+    ({**BASE, "inference": {**BASE["inference"], "engine": "vllm"},
+      "placement": {"gpus": 2, "strategy": "device-map"}}, "placement.strategy", "device-map",
+     "vLLM splits a model with tensor-parallel"),
+    (_training("full", lora={"rank": 8}), "training.lora",
+     {"rank": 8, "alpha": 0, "targets": "default"}, "applies to task lora or qlora, not full"),
+    (_training("full", export="adapter"), "training.export", "adapter", "needs LoRA adapters"),
+    (_training("full", export="merged"), "training.export", "merged", "needs LoRA adapters"),
+    (_training("lora", export="full"), "training.export", "full", "fully trained model"),
+    (_training("qlora", export="full") | {"weights": "nf4"}, "training.export", "full",
+     "fully trained model"),
+    ({**TRAIN, "model": {"parameters": 7_000_000_000}}, "model.parameters", 7_000_000_000,
+     "needs the architecture"),
+    ({**TRAIN, "task": "qlora"}, "weights", "bf16", "expected nf4 or fp4"),
+])
+def test_rules_that_need_no_model_are_refused_by_the_sheet(body, field, value, fragment):
+    """Every command refused these after reading the model; the sheet (and so `gpusizer
+    schema`'s validator and load_sheet) refuses them, naming field, value and expectation."""
+    with pytest.raises(SheetError) as e:
+        parse_sheet(body, file="w.yaml")
+    assert (e.value.field, e.value.value, e.value.file) == (field, value, "w.yaml")
+    assert str(e.value).startswith(f"w.yaml: {field}: ") and fragment in str(e.value)
+    assert f"(got {value!r})" in str(e.value)
+
+
+@pytest.mark.parametrize("body", [
+    {**BASE, "placement": {"gpus": 1, "strategy": "fsdp"}},   # one GPU: nothing is sharded
+    {**BASE, "inference": {**BASE["inference"], "engine": "vllm"},
+     "placement": {"gpus": 2, "strategy": "tensor-parallel"}},
+    _training("full", export="full"), _training("lora", export="merged"),
+    _training("qlora", export="adapter") | {"weights": "nf4"},
+    _training("qlora") | {"weights": "auto"},   # the checkpoint's format is checked by memory
+    {**TRAIN, "placement": {"gpus": 4, "strategy": "zero2"}},
+])
+def test_what_the_sheet_still_accepts(body):
+    parse_sheet(body)
+
+
+def test_two_problems_are_listed_in_one_line_without_a_single_field():
+    with pytest.raises(SheetError) as e:
+        parse_sheet({**BASE, "reserve": 6, "attention": "fast"})
+    assert e.value.field is None
+    assert str(e.value).startswith("attention: expected one of") and "; reserve: " in str(e.value)
+
+
+def test_every_schema_property_has_a_description():
+    from gpusizer.sheet import Sheet
+    schema = Sheet.model_json_schema()
+    blocks = {"Sheet": schema, **schema["$defs"]}
+    missing = [f"{name}.{key}" for name, block in blocks.items()
+               for key, prop in block.get("properties", {}).items()
+               if not prop.get("description", "").strip()]
+    assert not missing
+    # 11 fields in Training and 12 in Inference, all described (the docstring under each field)
+    assert len(schema["$defs"]["Training"]["properties"]) == 11
+    assert len(schema["$defs"]["Inference"]["properties"]) == 12
+    assert "(tokens)" in schema["$defs"]["Training"]["properties"]["sequence_length"]["description"]
+
+
+def test_field_docstrings_and_sheet_rules_leave_the_sheet_hash_alone():
+    # printed by 37e78bd, before either was added (tests/golden pins every example's hash)
+    assert sheet_sha256(parse_sheet(BASE)) == \
+        "fdf61c3ce2f106ba4e5ee9faf132ca72db468d3f0b88c87233376c719c20dfa4"
+    assert sheet_sha256(parse_sheet(TRAIN)) == \
+        "937191cefc99e01d36941b5b3dfac3ea11c16911a9080f1e148a4136d7534b03"

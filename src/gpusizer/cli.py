@@ -11,7 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import GpusizerError, SheetError
+from .errors import (CatalogError, EvidenceError, GpusizerError, MeasureUnsupportedError,
+                     ModelError, ModelNotFoundError, QualityError, SheetError)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size GPU memory for an LLM workload and classify GPU offers "
@@ -29,6 +30,27 @@ class MemFmt(str, Enum):
     json = "json"
 
 
+EXIT_CODES: dict[type[GpusizerError], int] = {
+    MeasureUnsupportedError: 2,  # a MeasureError, but the sheet asks what this machine cannot run
+    ModelNotFoundError: 2,  # a HubError, but the id or revision is wrong
+    SheetError: 2,  # and simulate's SimulationError, UnsupportedBySimulation
+    ModelError: 2,
+    CatalogError: 2,
+    EvidenceError: 2,
+    QualityError: 2,
+    GpusizerError: 1,  # the Hub unreachable, a missing extra, a harness failure
+}
+"""The CLI's exit status per error class: 2 for invalid input (the user fixes the input), 1
+otherwise. Subclasses come first: the first class the error is an instance of decides (as
+huggingface_hub's ``cli/_errors.py`` maps errors to messages). Another front end keeps its own
+table (a web page answers HTTP statuses)."""
+
+
+def exit_code_for(exc: GpusizerError) -> int:
+    """The exit status of ``exc`` from :data:`EXIT_CODES`."""
+    return next(code for cls, code in EXIT_CODES.items() if isinstance(exc, cls))
+
+
 def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
     """Print one line and exit with the error's status. A sheet problem found after reading
     (against the model, the card or a placement) is prefixed with the sheet's file, as the
@@ -36,7 +58,7 @@ def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
     where = f"{sheet}: " if (sheet is not None and isinstance(exc, SheetError)
                              and exc.file is None) else ""
     typer.echo(f"error: {where}{exc}", err=True)
-    raise typer.Exit(exc.exit_code)
+    raise typer.Exit(exit_code_for(exc))
 
 
 def _write(text: str, out: Optional[Path]) -> None:
@@ -185,16 +207,13 @@ def fit(sheet: SheetArg,
         answer = fit_answer(_load(sheet), _card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
+    doc = answer.to_json()
     if format.value == "json":
         from .report.json_report import dumps
-        _write(dumps(answer) + "\n", None)
+        _write(dumps(doc) + "\n", None)
     else:
-        lines = [f"# gpusizer fit on {answer['card']} (device {answer['device_bytes']} B, margin "
-                 f"{answer['margin']})", ""]
-        lines += [f"- {k}: {v if v is not None else 'none (not even one sequence fits)'}"
-                  for k, v in answer["answers"].items()]
-        lines += [f"- note: {n}" for n in answer["notes"]]
-        _write("\n".join(lines) + "\n", None)
+        from .report.fit_report import render_fit_markdown
+        _write(render_fit_markdown(doc), None)
 
 
 @app.command()
@@ -299,14 +318,8 @@ def quality_lock(sheet: SheetArg, lock: LockOpt = None) -> None:
         r = lock_criteria(_load(sheet), lock_path=_lock_path(sheet, lock), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    c = r.lock
-    typer.echo(f"{'locked' if r.created else 'already locked, unchanged'}: {r.path}\n"
-               f"  criteria_sha256 {c.criteria_sha256} at {c.locked_at}\n"
-               f"  reference {c.reference_format}; metric {c.criteria['quality']['metric']} "
-               f"({c.direction} is better); max_regression "
-               f"{c.criteria['quality']['max_regression']}"
-               f"\n  corpus {c.corpus.file}: sha256 {c.corpus.sha256}, {c.corpus.size_bytes} B, "
-               f"{c.corpus.samples} samples")
+    from .report.quality_summary import render_lock_summary
+    typer.echo(render_lock_summary(r), nl=False)
 
 
 @quality_app.command("run")
@@ -327,14 +340,8 @@ def quality_run(sheet: SheetArg,
                         out_dir=out, base_dir=sheet.parent, device=device)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    e = r.evidence
-    typer.echo(f"{e['metric']}: reference {e['reference_format']} {e['reference_value']:.6g}, "
-               f"candidate {e['candidate_format']} {e['candidate_value']:.6g}; regression "
-               f"{100 * e['regression']:+.3f}% vs max {100 * e['max_regression']:g}%: "
-               f"{'passed' if e['passed'] else 'FAILED'}"
-               + (f" (a simulation of {e['proxy_for']}: it does not decide the criterion)"
-                  if e.get("proxy_for") else "")
-               + f"\nwrote {r.evidence_file} and {r.samples_file}")
+    from .report.quality_summary import render_quality_run_summary
+    typer.echo(render_quality_run_summary(r.evidence, r.evidence_file, r.samples_file), nl=False)
 
 
 @quality_app.command("import")
@@ -354,10 +361,8 @@ def quality_import(sheet: SheetArg,
                                    base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    typer.echo(f"{doc['metric']}: reference {doc['reference_value']:.6g}, candidate "
-               f"{doc['candidate_format']} {doc['candidate_value']:.6g}; regression "
-               f"{100 * doc['regression']:+.3f}%: {'passed' if doc['passed'] else 'FAILED'}\n"
-               f"wrote {path}")
+    from .report.quality_summary import render_lm_eval_import_summary
+    typer.echo(render_lm_eval_import_summary(doc, path), nl=False)
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""Named errors. Library code raises these; only the CLI prints them and picks exit codes.
+"""Named errors. Library code raises these; each front end maps them to its own answer (the CLI's
+exit status: ``cli.EXIT_CODES``; an input error is one a user fixes by changing the input).
 
 Every error says which field (or file) is wrong, the value it got, and what was expected, so a
 user can fix the input without reading the code.
@@ -39,8 +40,6 @@ class GpusizerError(Exception):
         file: the file the value came from, if any.
     """
 
-    exit_code = 1
-
     def __init__(self, message: str, *, field: str | None = None, value: object = None,
                  file: str | None = None) -> None:
         self.field = field
@@ -58,13 +57,9 @@ class GpusizerError(Exception):
 class SheetError(GpusizerError, ValueError):
     """The workload sheet is invalid (bad key, value, unit or dimension)."""
 
-    exit_code = 2
-
 
 class ModelError(GpusizerError, ValueError):
     """A model's config.json is missing a field the sizing needs, or is inconsistent."""
-
-    exit_code = 2
 
 
 class UnknownArchitectureError(ModelError):
@@ -74,8 +69,6 @@ class UnknownArchitectureError(ModelError):
 class CatalogError(GpusizerError, ValueError):
     """A catalog file (offers) or the card table is invalid."""
 
-    exit_code = 2
-
 
 class UnknownCardError(CatalogError, LookupError):
     """A ``--card`` name matches no canonical card or alias."""
@@ -83,8 +76,6 @@ class UnknownCardError(CatalogError, LookupError):
 
 class EvidenceError(GpusizerError, ValueError):
     """An evidence file is malformed."""
-
-    exit_code = 2
 
 
 class HubError(GpusizerError, RuntimeError):
@@ -95,14 +86,10 @@ class ModelNotFoundError(HubError, LookupError):
     """A ``model.id`` that cannot be resolved: not in the registry while offline, or unknown to
     the Hub (wrong id or revision). An input error: fix the id or pass ``model.path``."""
 
-    exit_code = 2
-
 
 class QualityError(GpusizerError, ValueError):
     """The quality gate's input is invalid (no lock, no quality block, a metric the command does
     not evaluate). An input error."""
-
-    exit_code = 2
 
 
 class CriteriaMovedError(QualityError):
@@ -145,6 +132,4 @@ class MeasureExtraMissingError(MeasureError, MissingExtraError):
 class MeasureUnsupportedError(MeasureError, ValueError):
     """The sheet asks for something this harness cannot run on this machine (a bitsandbytes
     format without CUDA, a placement it does not implement, a checkpoint without safetensors).
-    An input problem for this machine: exit 2."""
-
-    exit_code = 2
+    An input problem for this machine."""

@@ -1,5 +1,8 @@
 """Evidence files (``--evidence DIR``): what was documented or measured, with version and scope (R4).
 
+Read from a folder (:func:`read_evidence_folder`) or given as documents
+(:func:`load_evidence_docs`), then selected for one sheet (:func:`select_evidence`, no I/O).
+
 Format: CONTRACT.md "Evidence files"; the kind-specific fields gpusizer reads are listed in
 ``docs/evidence.md``. Evidence counts for a plan only when its ``sheet_sha256`` matches the plan's
 sheet, and for an offer only within its scope: the same canonical card and device bytes, and for
@@ -10,16 +13,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EvidenceError, GpusizerError
+from .memory.items import ONE_SHOT_PHASES
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
-           "QualityResult", "quality_result", "measurement_set_aside"]
+           "QualityResult", "quality_result", "measurement_set_aside", "read_evidence_folder",
+           "load_evidence_docs", "read_evidence", "select_evidence", "EvidenceSource"]
 
 
 NonNegative = Annotated[int, Field(strict=True, ge=0)]
@@ -216,62 +223,134 @@ def measurement_set_aside(doc: EvidenceDoc) -> str | None:
         seen: set[tuple[str, int]] = set()
         for ph in rung.phases:
             key = (ph.name, ph.gpu)
-            if ph.name in ("load", "prefill", "decode", "optimizer_step", "validation",
-                           "export") and key in seen and rung.result == "passed":
+            if ph.name in ONE_SHOT_PHASES and key in seen and rung.result == "passed":
                 return (f"rung {rung.name} records phase {ph.name} twice on GPU {ph.gpu}: not one "
                         "run (merge of several files?)")
             seen.add(key)
     return None
 
 
+EvidenceSource = Union["os.PathLike[str]", Sequence[Union[Mapping[str, Any], EvidenceDoc]]]
+"""Evidence as given: a folder of ``*.json`` files, or the documents themselves."""
+
+
+def read_evidence_folder(directory: str | Path) -> tuple[EvidenceDoc, ...]:
+    """Every ``*.json`` in ``directory`` (sorted by name), validated; each keeps its file.
+
+    Raises:
+        EvidenceError: not a folder, unreadable JSON or a malformed document (file and field
+            named).
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        raise EvidenceError(f"expected a folder of evidence *.json files, got {str(d)!r}",
+                            field="--evidence", value=str(d))
+    docs = []
+    for path in sorted(d.glob("*.json")):
+        try:
+            raw = json.loads(path.read_bytes().decode("utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise EvidenceError(f"cannot read JSON: {exc}", file=str(path)) from None
+        docs.append(_validated(raw, str(path)))
+    return tuple(docs)
+
+
+def load_evidence_docs(documents: Sequence[Mapping[str, Any] | EvidenceDoc]
+                       ) -> tuple[EvidenceDoc, ...]:
+    """Evidence documents given as values (each a mapping in the evidence file's shape, as
+    ``json.load`` returns it, or an :class:`EvidenceDoc`), validated as files are; the i-th is
+    named ``evidence[i]`` in messages and in the report (unless an EvidenceDoc has its file).
+
+    Raises:
+        EvidenceError: a malformed document or one that is not a mapping (its name and field).
+    """
+    docs = []
+    for i, raw in enumerate(documents):
+        name = f"evidence[{i}]"
+        if isinstance(raw, EvidenceDoc):
+            docs.append(raw if raw.file else raw.model_copy(update={"file": name}))
+        elif isinstance(raw, Mapping):
+            docs.append(_validated(dict(raw), name))
+        else:
+            raise EvidenceError(f"expected an evidence document (a mapping), got "
+                                f"{type(raw).__name__}", field=name)
+    return tuple(docs)
+
+
+def read_evidence(source: EvidenceSource | None) -> tuple[EvidenceDoc, ...]:
+    """Evidence from a folder (``os.PathLike``) or documents (a sequence of mappings); none for
+    None. A ``str`` is refused: a folder is given as a path (``pathlib.Path``).
+
+    Raises:
+        EvidenceError: as :func:`read_evidence_folder` and :func:`load_evidence_docs`, or a
+            source of another kind (field ``evidence``).
+    """
+    if source is None:
+        return ()
+    if isinstance(source, os.PathLike):
+        return read_evidence_folder(source)
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        return load_evidence_docs(source)
+    raise EvidenceError("expected a folder (os.PathLike, e.g. pathlib.Path) or a list of "
+                        f"evidence documents (mappings), got {type(source).__name__}",
+                        field="evidence")
+
+
+def _validated(raw: object, file: str) -> EvidenceDoc:
+    """One document validated, or EvidenceError naming its file and the first bad field."""
+    try:
+        return EvidenceDoc.model_validate({**raw, "file": file} if isinstance(raw, dict)
+                                          else raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise EvidenceError(f"{err['msg']} (got {err.get('input')!r})", file=file,
+                            field=loc) from None
+
+
+def select_evidence(docs: Sequence[EvidenceDoc], *, sheet_sha256: str,
+                    quality_sha256: str | None = None,
+                    quality_criteria: dict | None = None) -> EvidenceSet:
+    """The documents that count for the sheet, and those set aside with the reason (no I/O).
+
+    Evidence whose ``sheet_sha256`` differs from the plan's is set aside (it measured another
+    workload); quality evidence may instead match the hash of the sheet's quality criteria
+    (``criteria_sha256``, see ``sheet.quality_sha256``). Commercial documents are not tied to a
+    sheet. A measurement with an injected fault or a merged file is set aside
+    (:func:`measurement_set_aside`).
+    """
+    kept, ignored = [], []
+    for doc in docs:
+        if doc.kind == "quality":
+            if doc.sheet_sha256 != sheet_sha256 and (
+                    quality_sha256 is None or doc.extra("criteria_sha256") != quality_sha256):
+                moved = _moved_criteria(doc.extra("criteria"), quality_criteria)
+                ignored.append((doc.file, "quality evidence matches neither this sheet's "
+                                f"sha256 {sheet_sha256} nor its quality criteria's "
+                                f"{quality_sha256}: it judged other criteria"
+                                + (f" ({moved})" if moved else "")))
+                continue
+        elif doc.kind == "measurement" and (why := measurement_set_aside(doc)) is not None:
+            ignored.append((doc.file, why))
+            continue
+        elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
+            ignored.append((doc.file, f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
+                                      f"{sheet_sha256}: it documents another workload"))
+            continue
+        kept.append(doc)
+    return EvidenceSet(tuple(kept), tuple(ignored))
+
+
 def load_evidence(directory: str | Path | None, *, sheet_sha256: str,
                   quality_sha256: str | None = None,
                   quality_criteria: dict | None = None) -> EvidenceSet:
-    """Read every ``*.json`` in ``directory``.
-
-    Evidence whose ``sheet_sha256`` differs from the plan's is set aside with the reason (it
-    measured another workload); quality evidence may instead match the hash of the sheet's quality
-    criteria (``criteria_sha256``, see ``sheet.quality_sha256``). Commercial documents are not
-    tied to a sheet.
+    """Read every ``*.json`` in ``directory`` and keep those that count for the sheet:
+    :func:`read_evidence_folder`, then :func:`select_evidence`. None → no evidence.
 
     Raises:
         EvidenceError: unreadable JSON or a malformed document (file and field named).
     """
     if directory is None:
         return EvidenceSet((), ())
-    d = Path(directory)
-    if not d.is_dir():
-        raise EvidenceError(f"expected a folder of evidence *.json files, got {str(d)!r}",
-                            field="--evidence", value=str(d))
-    docs, ignored = [], []
-    for path in sorted(d.glob("*.json")):
-        try:
-            raw = json.loads(path.read_bytes().decode("utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EvidenceError(f"cannot read JSON: {exc}", file=str(path)) from None
-        try:
-            doc = EvidenceDoc.model_validate({**raw, "file": str(path)} if isinstance(raw, dict)
-                                             else raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise EvidenceError(f"{err['msg']} (got {err.get('input')!r})", file=str(path),
-                                field=loc) from None
-        if doc.kind == "quality":
-            if doc.sheet_sha256 != sheet_sha256 and (
-                    quality_sha256 is None or doc.extra("criteria_sha256") != quality_sha256):
-                moved = _moved_criteria(doc.extra("criteria"), quality_criteria)
-                ignored.append((str(path), "quality evidence matches neither this sheet's "
-                                f"sha256 {sheet_sha256} nor its quality criteria's "
-                                f"{quality_sha256}: it judged other criteria"
-                                + (f" ({moved})" if moved else "")))
-                continue
-        elif doc.kind == "measurement" and (why := measurement_set_aside(doc)) is not None:
-            ignored.append((str(path), why))
-            continue
-        elif doc.kind != "commercial" and doc.sheet_sha256 != sheet_sha256:
-            ignored.append((str(path), f"sheet_sha256 {doc.sheet_sha256!r} is not this sheet's "
-                                       f"{sheet_sha256}: it documents another workload"))
-            continue
-        docs.append(doc)
-    return EvidenceSet(tuple(docs), tuple(ignored))
+    return select_evidence(read_evidence_folder(directory), sheet_sha256=sheet_sha256,
+                           quality_sha256=quality_sha256, quality_criteria=quality_criteria)

@@ -1,21 +1,52 @@
 """Inverse questions (``gpusizer fit``): the largest dimension whose estimated peak fits a card.
 
-fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``,
-⇔ the required sequences fit vLLM's KV pool. Peaks grow monotonically with concurrency and length,
-so a binary search over the estimate finds the boundary exactly.
+A dimension fits unless the fit rule (``memory.fit_rule.judge_fit``) says ``does_not_fit``:
+device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``), or for a serving engine its
+pool holds the required sequences. An ``unknown`` judgement (an item of unknown size) counts as
+fitting on its known part, so the answer is then an upper bound, and the notes say so. Peaks
+grow monotonically with concurrency and length, so a binary search over the estimate finds the
+boundary exactly.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .catalog.types import Card
 from .errors import SheetError
 from .memory.estimate import estimate_memory
+from .memory.fit_rule import judge_on_card
 from .pipeline import resolve_facts
 from .sheet import Sheet
 
-__all__ = ["fit_inference", "fit_training", "fit", "largest_fitting"]
+__all__ = ["FitAnswer", "fit_inference", "fit_training", "fit", "largest_fitting"]
+
+
+@dataclass(frozen=True)
+class FitAnswer:
+    """The inverse questions answered for one sheet on one card (``gpusizer fit``).
+
+    Attributes:
+        card: the card's canonical name.
+        device_bytes: the card's device memory (nvidia-smi total), bytes.
+        margin: the sheet's margin as written (``"5%"``).
+        answers: question → the largest value that fits (tokens, sequences or a microbatch), or
+            None when not even the smallest does; in the order asked.
+        notes: how the answers were searched and what they assume.
+    """
+
+    card: str
+    device_bytes: int
+    margin: str
+    answers: dict[str, int | None]
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``gpusizer fit --format json``: ``{"card", "device_bytes", "margin", "answers",
+        "notes"}`` (docs/contract-extensions.md)."""
+        return {"card": self.card, "device_bytes": self.device_bytes, "margin": self.margin,
+                "answers": dict(self.answers), "notes": list(self.notes)}
 
 
 def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
@@ -32,7 +63,7 @@ def largest_fitting(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """Largest concurrency at the sheet's length, and largest length (prompt + new, with the
     sheet's new_tokens) at the sheet's concurrency, that fit ``card``.
 
@@ -72,7 +103,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """Largest microbatch at the sheet's sequence length, and longest sequence length at the
     sheet's microbatch, that fit ``card`` (gradient accumulation, which does not change the
     per-microbatch activations, is left as the sheet says; R12).
@@ -110,7 +141,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
     return _answer(sheet, card, device, answers, notes, unknown)
 
 
-def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
+def fit(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
     """The inverse questions for the sheet's task (inference or training)."""
     if sheet.task == "inference":
         return fit_inference(sheet, card, base_dir=base_dir)
@@ -118,14 +149,13 @@ def fit(sheet: Sheet, card: Card, *, base_dir=None) -> dict[str, Any]:
 
 
 def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
-            unknown: set[str]) -> dict[str, Any]:
+            unknown: set[str]) -> FitAnswer:
     notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
              "`gpusizer measure`", *notes]
     if unknown:
         notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
                      + ") were left out of the peaks")
-    return {"card": card.name, "device_bytes": device, "margin": str(sheet.margin),
-            "answers": answers, "notes": notes}
+    return FitAnswer(card.name, device, str(sheet.margin), answers, tuple(notes))
 
 
 def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:
@@ -150,13 +180,13 @@ def _setup(sheet: Sheet, card: Card, base_dir):
         raise SheetError("fit needs the architecture (model.id or model.path), not a bare count",
                          field="model.parameters")
     device = int(card.device_bytes.value)
-    fits, unknown = _fits_card(facts, card, device, sheet.margin.of(device))
+    fits, unknown = _fits_card(facts, card)
     return facts, device, fits, unknown
 
 
-def _fits_card(facts, card: Card, device: int, margin: int):
-    """A predicate "the sheet's estimated device peak + margin fits the card", and the set of
-    unknown items it met (judged on the known part: an upper bound on the answer)."""
+def _fits_card(facts, card: Card):
+    """A predicate "the fit rule does not say does_not_fit on ``card``", and the set of
+    unknown items it met (an ``unknown`` judgement fits on its known part: an upper bound)."""
     unknown: set[str] = set()
 
     def fits(s: Sheet) -> bool:
@@ -164,16 +194,8 @@ def _fits_card(facts, card: Card, device: int, margin: int):
             est = estimate_memory(s, facts, card=card)
         except SheetError:
             return False
-        unknown.update(n for p in est.phases for n in p.unknown_items)
-        v = est.vllm
-        if v is not None:
-            # the pool must start and hold every required sequence at once (no queueing)
-            return (bool(v.starts) and v.sequences_held is not None
-                    and v.sequences_held >= s.inference.concurrency
-                    and est.lower_bound_bytes <= device)
-        peak = est.device_peak_bytes
-        if peak is None:  # unknown items: judge on the known part (an upper bound on the answer)
-            peak = max(p.known_bytes for p in est.phases)
-        return peak + margin <= device
+        judgement = judge_on_card(est, card, s.margin)
+        unknown.update(judgement.unknown_items)
+        return judgement.state != "does_not_fit"
 
     return fits, unknown

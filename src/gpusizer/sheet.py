@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,10 +25,14 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
-    "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "load_sheet", "parse_sheet",
+    "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
+    "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
+    "parse_sheet_text",
 ]
 
+TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
+"""Placements a training sheet is sized under (``memory.training``)."""
 WEIGHT_FORMATS = NAMES
 """The ``weights`` values besides ``auto``: the registry's names (``gpusizer.formats``)."""
 WeightFormat = Literal[("auto", *NAMES)]  # type: ignore[valid-type]
@@ -114,20 +120,27 @@ class _FieldProblem(ValueError):
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a docstring under each field is its description in `gpusizer schema` (pydantic >= 2.7)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ModelRef(_Block):
     """``model``: exactly one of ``id`` (Hub id), ``path`` (folder with config.json) or
     ``parameters`` (a bare dense count, the seed's calculator)."""
 
-    id: str | None = Field(None, description="Hub id, e.g. meta-llama/Meta-Llama-3.1-8B")
-    revision: str = Field("main", min_length=1,
-                          description="commit sha, tag or branch; recorded on every output")
-    path: str | None = Field(None, description="folder holding config.json (+ safetensors)")
-    parameters: Annotated[int, Field(strict=True, ge=1)] | None = Field(
-        None, description="bare dense parameter count")
-    trust_remote_code: StrictBool = Field(False, description="never execute remote model code unless true")
+    id: str | None = None
+    """Hugging Face Hub id, e.g. meta-llama/Meta-Llama-3.1-8B (read from the bundled registry
+    when it is known there)."""
+    revision: str = Field("main", min_length=1)
+    """Commit sha, tag or branch of the Hub repository; recorded on every output."""
+    path: str | None = None
+    """Folder holding config.json (and safetensors headers or index); a relative path is read
+    from the sheet's folder."""
+    parameters: Annotated[int, Field(strict=True, ge=1)] | None = None
+    """A bare dense parameter count (the seed's calculator: weights only, no architecture)."""
+    trust_remote_code: StrictBool = False
+    """Remote model code is never executed unless true (gpusizer itself counts families from
+    config.json and never executes it)."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "ModelRef":
@@ -140,26 +153,51 @@ class ModelRef(_Block):
 
 
 class Quantization(_Block):
+    """``quantization``: how a quantized ``weights`` format is stored and computed."""
+
     prequantized: Literal["auto", True, False] = "auto"
+    """auto: true when config.json has a quantization_config; true: the checkpoint already stores
+    `weights` (no conversion at load); false: the weights are converted while loading."""
     group_size: PositiveInt = 128
+    """gptq-int4 / awq-int4: input values sharing one scale and zero point (values)."""
     double_quant: StrictBool = False
+    """nf4 / fp4: the absmax scales are quantized again (bitsandbytes
+    bnb_4bit_use_double_quant)."""
     compute_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    """Quantized weights: the dtype matmuls, activations and the KV cache run in (16/32-bit
+    weights compute in their own dtype)."""
 
 
 class Inference(_Block):
+    """``inference``: the serving workload; absent, only "weights only" and the envelope are
+    computed (no KV cache, no phase past load)."""
+
     engine: Literal["transformers", "vllm"] = "transformers"
+    """The serving engine: transformers (generate) or vllm (a paged KV pool taken at start)."""
     prompt_tokens: PositiveInt
+    """Tokens of one sequence's prompt (tokens)."""
     new_tokens: PositiveInt
+    """Tokens generated per sequence (tokens); the KV cache holds prompt + new tokens."""
     concurrency: PositiveInt = 1
+    """Sequences served at once (sequences)."""
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8"] = "auto"
+    """dtype of the KV cache; auto: the compute dtype."""
     cache: Literal["dynamic", "static"] = "dynamic"
+    """transformers only: dynamic grows the cache token by token; static allocates it whole
+    before prefill."""
     logits: Literal["last", "all"] = "last"
+    """Positions whose logits the forward keeps: last (generate) or all (a plain forward)."""
     length_negotiable: StrictBool = False
+    """Whether an alternative may shorten the length (R10)."""
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    """vllm only: fraction of the device total vLLM takes as its budget (0 < x <= 1)."""
     max_num_batched_tokens: PositiveInt = 8192
-    max_num_seqs: PositiveInt = Field(256, description="vllm only: sequences the profile run samples "
-                                                       "(vLLM's default max_num_seqs)")
-    block_size: PositiveInt = Field(16, description="vllm only: tokens per KV block (vLLM default)")
+    """vllm only: tokens scheduled in one step, the profile run's token count (tokens; vLLM
+    V1's default)."""
+    max_num_seqs: PositiveInt = 256
+    """vllm only: sequences the profile run samples (sequences; vLLM's default max_num_seqs)."""
+    block_size: PositiveInt = 16
+    """vllm only: tokens per KV block (tokens; vLLM's default)."""
 
     @property
     def tokens_per_sequence(self) -> int:
@@ -186,32 +224,105 @@ def _lora_targets(value: Any) -> str | list[str]:
 
 
 class Lora(_Block):
+    """``training.lora``: the LoRA adapters (Hu et al. 2021), PEFT's matching rules."""
+
     rank: PositiveInt = 16
+    """Rank r of each adapter pair A (r × in), B (out × r)."""
     alpha: Annotated[float, Field(ge=0)] = 0
+    """Scaling numerator (update × alpha / r); 0: 2 × rank. Does not change memory."""
     targets: Annotated[str | list[str], BeforeValidator(_lora_targets),
                        WithJsonSchema({"anyOf": [{"enum": ["default", "all-linear"]},
                                                  {"type": "array", "items": {"type": "string"},
                                                   "minItems": 1}]})] = "default"
+    """Modules adapted: default (PEFT's default for the family), all-linear, or a list of module
+    names such as [q_proj, v_proj]."""
+
+
+@dataclass(frozen=True)
+class EngineSheetRules:
+    """What the sheet knows of one inference engine: the ``inference`` keys only it reads (the
+    sheet refuses them under another engine) and what it refuses that needs no model facts.
+    The engine's memory rules live in ``memory/engines/<name>.py``, whose ``KEYS`` are these.
+
+    Attributes:
+        keys: the ``inference`` keys only this engine reads.
+        refuse: (inference block, placement) → (field path, value, what was expected), or None.
+    """
+
+    keys: frozenset[str]
+    refuse: Callable[["Inference", "Placement"], tuple[str, Any, str] | None]
+
+
+def _transformers_refuses(inf: "Inference", placement: "Placement"):
+    return None
+
+
+def _vllm_refuses(inf: "Inference", placement: "Placement"):
+    """vLLM's cache is always paged, its logits are the last position's, and it splits a model
+    with tensor parallelism (vLLM docs, "Distributed inference and serving")."""
+    if "cache" in inf.model_fields_set:
+        return ("inference.cache", inf.cache, "vLLM's KV cache is always paged; cache applies to "
+                "engine transformers")
+    if inf.logits == "all":
+        return ("inference.logits", "all", "vLLM computes logits for the last position of each "
+                "sequence; 'all' is a plain transformers forward")
+    if placement.strategy == "device-map" and placement.gpus > 1:
+        return ("placement.strategy", placement.strategy, "device-map is accelerate's layer "
+                "placement for transformers; vLLM splits a model with tensor-parallel (or "
+                "pipeline parallelism, not sized here)")
+    return None
+
+
+ENGINE_SHEET_RULES: dict[str, EngineSheetRules] = {
+    "transformers": EngineSheetRules(frozenset({"cache"}), _transformers_refuses),
+    "vllm": EngineSheetRules(frozenset({"gpu_memory_utilization", "max_num_batched_tokens",
+                                        "max_num_seqs", "block_size"}), _vllm_refuses),
+}
+"""``inference.engine`` → its sheet rules; one line per engine, beside the ``engine`` Literal."""
 
 
 class Training(_Block):
+    """``training``: the fine-tuning workload (required for lora, qlora and full)."""
+
     sequence_length: PositiveInt
+    """Tokens per training sequence (tokens)."""
     microbatch: PositiveInt
+    """Sequences in one forward and backward per GPU (sequences)."""
     gradient_accumulation: PositiveInt = 1
+    """Microbatches whose gradients add up before one optimizer step (> 1 keeps the gradients
+    between microbatches)."""
     gradient_checkpointing: StrictBool = False
+    """Keep only each decoder layer's input and recompute the layer in backward."""
     precision: Literal["pure", "amp"] = "pure"
+    """pure: trained parameters, their gradients and optimizer states in the compute dtype; amp:
+    fp32 copies of those, matmuls in the compute dtype (torch autocast)."""
     optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "paged-adamw-32bit", "sgd",
                        "sgd-momentum", "adafactor"] = "adamw"
+    """The optimizer, which sets the state bytes per trained parameter (torch.optim,
+    bitsandbytes, transformers Adafactor)."""
     optimizer_impl: Literal["foreach", "fused", "for-loop"] = "foreach"
+    """torch.optim implementation, which sets the optimizer step's temporary memory."""
     validation_microbatch: Annotated[int, Field(strict=True, ge=0)] = 0
+    """Sequences in one validation forward (sequences); 0: the same as microbatch."""
     export: Literal["none", "adapter", "merged", "full"] = "none"
+    """What is saved at the end: none; adapter or merged (LoRA: the adapters, or the base with
+    them merged in); full (task full: the trained weights)."""
     lora: Lora = Lora()
+    """The LoRA adapters (task lora or qlora only)."""
     prepare_kbit_training: StrictBool | None = None
+    """qlora only: PEFT's prepare_model_for_kbit_training runs (kept modules cast to fp32, fp32
+    residual stream); unset means true; false for stacks that skip it."""
 
 
 class Placement(_Block):
+    """``placement``: how the workload spreads over GPUs; every memory figure is per GPU."""
+
     gpus: PositiveInt = 1
+    """GPUs of one node the workload runs on (GPUs)."""
     strategy: Literal["single", "ddp", "zero2", "fsdp", "tensor-parallel", "device-map"] = "single"
+    """single (one GPU); ddp (a full copy per GPU); zero2 / fsdp (training: state sharded over
+    the GPUs); tensor-parallel (inference: linears and heads split); device-map (inference with
+    transformers: whole decoder layers per GPU)."""
 
     @model_validator(mode="after")
     def _single_is_one(self) -> "Placement":
@@ -223,10 +334,17 @@ class Placement(_Block):
 
 
 class Quality(_Block):
+    """``quality``: the criteria a weight format's quality is judged on (absent: the quality
+    criterion stays to_confirm)."""
+
     corpus: str
+    """The frozen evaluation corpus (a JSONL file, relative to the sheet's folder)."""
     metric: str = "perplexity"
+    """perplexity (lower is better), exact_match or lm_eval:<task>/<metric> (higher is better)."""
     reference: str = "auto"
+    """The format the candidate is compared with; auto: the checkpoint's stored format."""
     max_regression: Annotated[float, Field(ge=0)] = 0.02
+    """Largest allowed regression, relative, in the metric's worse direction (0.02 = 2 %)."""
 
     @field_validator("metric")
     @classmethod
@@ -237,47 +355,87 @@ class Quality(_Block):
 
 
 class Budget(_Block):
+    """``budget``: the money and schedule limits (absent: the budget criterion stays
+    to_confirm)."""
+
     max_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    """Most the campaign may cost, all offers' prices included (USD)."""
     days: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    """Days of use the campaign needs (days); hourly prices are multiplied by 24 × days."""
     deadline: dt.date | None = None
+    """Last day the work may end (YYYY-MM-DD)."""
 
 
 class Requirements(_Block):
+    """``requirements``: what an offer's documents must prove beside the GPUs."""
+
     host_ram: MemoryBytes | None = None
+    """Host RAM the workload needs (a size with a unit, e.g. 64 GB)."""
     storage: MemoryBytes | None = None
+    """Disk the workload needs (a size with a unit, e.g. 200 GB)."""
     interconnect: str | None = None
+    """GPU interconnect needed, e.g. nvlink."""
     software: list[str] = []
+    """Software the environment must provide, e.g. ["torch>=2.4", "cuda>=12.1"]."""
 
 
 class Typical(_Block):
+    """``measure.typical``: the middle rung's dimensions (R9), each at most the sheet's own."""
+
     prompt_tokens: PositiveInt | None = None
+    """Inference: prompt tokens of the middle rung (tokens)."""
     new_tokens: PositiveInt | None = None
+    """Inference: new tokens of the middle rung (tokens)."""
     concurrency: PositiveInt | None = None
+    """Inference: sequences at once in the middle rung (sequences)."""
     sequence_length: PositiveInt | None = None
+    """Training: sequence length of the middle rung (tokens)."""
     microbatch: PositiveInt | None = None
+    """Training: microbatch of the middle rung (sequences)."""
 
 
 class Measure(_Block):
+    """``measure``: the measurement ladder (short, typical, limit; R9)."""
+
     typical: Typical = Typical()
+    """The middle rung; empty: no middle rung."""
 
 
 class Sheet(_Block):
     """One workload sheet (R1). It stays fixed while offers are compared."""
 
     model: ModelRef
+    """The model: exactly one of id, path or parameters."""
     task: Literal["inference", "lora", "qlora", "full"]
+    """inference (serving); lora (adapters on a frozen base); qlora (adapters on a 4-bit
+    bitsandbytes base); full (every weight trained)."""
     weights: WeightFormat = "auto"
+    """The weight format on the GPU; auto: the checkpoint's stored format (required with
+    model.parameters)."""
     quantization: Quantization = Quantization()
+    """How a quantized format is stored and computed."""
     attention: Literal["sdpa", "flash", "eager"] = "sdpa"
+    """Attention kernel asked (the card's rules may change it; eager keeps s × s matrices)."""
     reserve: MemoryBytes = 0
+    """The user's declared reserve (a size with a unit); envelope = weights + reserve, never
+    added to a peak."""
     margin: MarginField = Margin(percent=5.0)
+    """Headroom kept free on a card: fits ⇔ device_peak_bytes + margin ≤ device_bytes; a % is of
+    the card's device bytes."""
     inference: Inference | None = None
+    """The serving workload (task inference)."""
     training: Training | None = None
+    """The fine-tuning workload (required for lora, qlora and full)."""
     placement: Placement = Placement()
+    """How the workload spreads over GPUs."""
     quality: Quality | None = None
+    """Quality criteria (absent: quality stays to_confirm)."""
     budget: Budget | None = None
+    """Money and schedule limits (absent: budget stays to_confirm)."""
     requirements: Requirements = Requirements()
+    """What an offer's documents must prove beside the GPUs."""
     measure: Measure = Measure()
+    """The measurement ladder's middle rung."""
 
     @model_validator(mode="after")
     def _task_blocks(self) -> "Sheet":
@@ -301,28 +459,55 @@ class Sheet(_Block):
         if self.task == "qlora" and self.weights not in ("auto", *_formats_with("qlora_base")):
             raise _FieldProblem("weights", self.weights, "qlora trains on a 4-bit bitsandbytes "
                                 f"base: expected {' or '.join(_formats_with('qlora_base'))}")
+        self._check_placement()
+        if tr is not None:
+            self._check_training(tr)
         self._check_set_but_unused()
         self._check_typical()
         return self
+
+    def _check_placement(self) -> None:
+        """Strategies the task cannot use (sized in ``memory.placement`` and ``memory.training``).
+        """
+        strategy, gpus = self.placement.strategy, self.placement.gpus
+        if self.task != "inference" and strategy not in TRAINING_STRATEGIES:
+            raise _FieldProblem("placement.strategy", strategy, "is not sized for training: "
+                                "expected single, ddp, zero2 or fsdp")
+        if self.task == "inference" and strategy in ("zero2", "fsdp") and gpus > 1:
+            raise _FieldProblem("placement.strategy", strategy, "shards training state; for "
+                                "inference choose tensor-parallel, device-map or ddp")
+
+    def _check_training(self, tr: Training) -> None:
+        """What a lora / qlora / full sheet cannot ask, whatever the model."""
+        if self.model.parameters is not None:
+            raise _FieldProblem("model.parameters", self.model.parameters, "training memory "
+                                "needs the architecture (layers, hidden size, vocabulary): give "
+                                "model.id or model.path, not a bare parameter count")
+        if self.task == "full" and "lora" in tr.model_fields_set:
+            raise _FieldProblem("training.lora", tr.lora.model_dump(),
+                                "applies to task lora or qlora, not full")
+        if self.task == "full" and tr.export in ("adapter", "merged"):
+            raise _FieldProblem("training.export", tr.export, "needs LoRA adapters (task lora "
+                                "or qlora); full fine-tuning exports 'full' or 'none'")
+        if self.task != "full" and tr.export == "full":
+            raise _FieldProblem("training.export", tr.export, "writes a fully trained model "
+                                "(task full); with LoRA use 'adapter', 'merged' or 'none'")
 
     def _check_set_but_unused(self) -> None:
         """A key the user set that this sheet would ignore is an error, never dropped silently."""
         inf = self.inference
         if inf is not None:
-            given = inf.model_fields_set
-            vllm_only = sorted(given & {"gpu_memory_utilization", "max_num_batched_tokens",
-                                        "max_num_seqs", "block_size"})
-            if inf.engine != "vllm" and vllm_only:
-                raise _FieldProblem(f"inference.{vllm_only[0]}", getattr(inf, vllm_only[0]),
-                                    "applies to engine vllm only; this sheet uses "
+            rules = ENGINE_SHEET_RULES[inf.engine]
+            problem = rules.refuse(inf, self.placement)
+            if problem is not None:
+                raise _FieldProblem(*problem)
+            foreign = sorted((key, name) for name, other in ENGINE_SHEET_RULES.items()
+                             for key in inf.model_fields_set & (other.keys - rules.keys))
+            if foreign:
+                key, owner = foreign[0]
+                raise _FieldProblem(f"inference.{key}", getattr(inf, key),
+                                    f"applies to engine {owner} only; this sheet uses "
                                     f"engine {inf.engine}")
-            if inf.engine == "vllm" and "cache" in given:
-                raise _FieldProblem("inference.cache", inf.cache, "vLLM's KV cache is always "
-                                    "paged; cache applies to engine transformers")
-            if inf.engine == "vllm" and inf.logits == "all":
-                raise _FieldProblem("inference.logits", "all", "vLLM computes logits for the "
-                                    "last position of each sequence; 'all' is a plain "
-                                    "transformers forward")
         q, w = self.quantization.model_fields_set, self.weights
         for key in ("double_quant", "group_size"):
             if key in q and w not in ("auto", *_accepting(key)):
@@ -392,8 +577,9 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     """Validate a parsed YAML mapping into a :class:`Sheet`.
 
     Raises:
-        SheetError: on the first invalid field, naming its dotted path, the value and the
-            expectation (all problems are listed in the message).
+        SheetError: an invalid field, naming its dotted path, the value and the expectation
+            (``field`` and ``value`` are set when there is one problem; all problems are listed
+            in the message).
     """
     if not isinstance(data, dict):
         raise SheetError(f"expected a mapping of sheet keys, got {type(data).__name__}",
@@ -402,20 +588,23 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
         return Sheet.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
-        lines = []
+        problems = []   # (dotted path, what is wrong with the value shown, value)
         for err in errors:
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, _FieldProblem):
                 path = ".".join(p for p in (_loc(err["loc"]) if err["loc"] else "", inner.field) if p)
                 shown = "" if inner.value in (None, "(block)") else f" (got {inner.value!r})"
-                lines.append(f"{path or 'sheet'}: {inner.message}{shown}")
+                problems.append((path or "sheet", inner.message + shown, inner.value))
                 continue
             value = err.get("input")
             explained = _explain(err)
             shown = "" if err.get("type") == "missing" or "got" in explained else f" (got {value!r})"
-            lines.append(f"{_loc(err['loc'])}: {explained}{shown}")
-        first = errors[0]
-        raise SheetError("; ".join(lines), file=file, field=None, value=first.get("input")) from None
+            problems.append((_loc(err["loc"]), explained + shown, value))
+        if len(problems) == 1:
+            path, reason, value = problems[0]
+            raise SheetError(reason, file=file, field=path, value=value) from None
+        raise SheetError("; ".join(f"{path}: {reason}" for path, reason, _ in problems),
+                         file=file, value=errors[0].get("input")) from None
 
 
 def load_sheet(path: str | Path) -> Sheet:
@@ -426,15 +615,28 @@ def load_sheet(path: str | Path) -> Sheet:
     """
     p = Path(path)
     try:
-        data = parse_yaml(decode_text(p.read_bytes()))
+        text = decode_text(p.read_bytes())
     except OSError as exc:
         raise SheetError(f"cannot read the sheet: {exc.strerror}", file=str(p)) from None
     except YamlProblem as exc:
         raise SheetError(str(exc), file=str(p)) from None
+    return parse_sheet_text(text, file=str(p))
+
+
+def parse_sheet_text(text: str, *, file: str | None = None) -> Sheet:
+    """Validate a workload sheet given as YAML text (``file`` names it in messages, if any).
+
+    Raises:
+        SheetError: invalid YAML, an empty text, or an invalid field.
+    """
+    try:
+        data = parse_yaml(text)
+    except YamlProblem as exc:
+        raise SheetError(str(exc), file=file) from None
     if data is None:
         raise SheetError("the sheet is empty: expected a mapping with at least model and task",
-                         file=str(p))
-    return parse_sheet(data, file=str(p))
+                         file=file)
+    return parse_sheet(data, file=file)
 
 
 def canonical_json(sheet: Sheet) -> str:

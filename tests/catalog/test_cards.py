@@ -11,6 +11,7 @@ from gpusizer.catalog.cards import (
     close_card_names, lookup_card, require_card, resolve_card, resolve_offer_card,
 )
 from gpusizer.catalog.types import Offer
+from gpusizer.cli import exit_code_for
 from gpusizer.errors import CatalogError, UnknownCardError
 from gpusizer.units import GB, GiB, MiB
 
@@ -111,7 +112,7 @@ def test_require_card_lists_close_matches():
         require_card("RTX 4099")
     error = info.value
     assert isinstance(error, CatalogError) and isinstance(error, LookupError)
-    assert error.exit_code == 2
+    assert exit_code_for(error) == 2
     assert "RTX 4090" in str(error)
     assert error.field == "card" and error.value == "RTX 4099"
 

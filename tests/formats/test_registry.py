@@ -74,6 +74,16 @@ def test_compute_capability_rules():
     assert "7.5" in FORMATS["bf16"].on_card("transformers", (7, 5)).note
 
 
+def test_engine_keys_of_the_records_are_engines():
+    from gpusizer.formats import ALL_ENGINES
+    from gpusizer.memory.engines import ENGINES
+    for rec in FORMATS.values():
+        assert set(rec.below_min) <= {*ENGINES, ALL_ENGINES}, rec.name
+        assert set(rec.refused_by) <= set(ENGINES), rec.name
+    from gpusizer.formats.bnb import _PACKS_BY_ENGINE
+    assert set(_PACKS_BY_ENGINE) <= set(ENGINES)
+
+
 def test_lower_precision_successors():
     from gpusizer.decision.alternatives import LOWER_FORMATS
     assert LOWER_FORMATS == {"fp32": ("bf16", "fp16", "int8", "nf4"), "fp16": ("int8", "nf4"),

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from gpusizer.cli import exit_code_for
 from gpusizer.errors import MeasureUnsupportedError, SheetError
 from gpusizer.measure import run_measurement
 from gpusizer.measure.faults import parse_injection
@@ -66,7 +67,8 @@ def test_oom_exits_1_and_prints_the_alternatives_not_applied(tmp_path):
      "training.optimizer: optimizer paged-adamw-8bit needs bitsandbytes on CUDA"),
     ({"inference": {"prompt_tokens": 64, "new_tokens": 2, "engine": "vllm"}}, True,
      "inference.engine: the harness runs transformers"),
-    ({"placement": {"gpus": 2, "strategy": "fsdp"}}, True,
+    ({"task": "lora", "inference": None, "training": {"sequence_length": 64, "microbatch": 1},
+      "placement": {"gpus": 2, "strategy": "fsdp"}}, True,
      "placement.strategy: placement fsdp is not implemented by the harness"),
     ({"placement": {"gpus": 2, "strategy": "ddp"}}, True,
      "placement.gpus: the sheet places the workload on 2 GPU(s) but 1 process(es) run"),
@@ -76,7 +78,7 @@ def test_what_the_harness_cannot_run_is_refused_before_running(tmp_path, body, r
     sheet = load_sheet(write_sheet(tmp_path, {**INFERENCE, **body}))
     with pytest.raises(MeasureUnsupportedError, match=re.escape(message)) as exc:
         run_measurement(sheet, tmp_path / "o", random_weights=random_weights, device="cpu")
-    assert exc.value.exit_code == 2
+    assert exit_code_for(exc.value) == 2
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
 
 

@@ -11,7 +11,8 @@ from gpusizer.sheet import parse_sheet
 
 INF = parse_sheet({"model": {"parameters": 8_000_000_000}, "weights": "bf16", "task": "inference",
                    "inference": {"prompt_tokens": 7168, "new_tokens": 1024, "concurrency": 8}})
-TRAIN = parse_sheet({"model": {"parameters": 8_000_000_000}, "weights": "bf16", "task": "lora",
+# a training sheet needs an architecture (a bare count is refused); localize reads no model facts
+TRAIN = parse_sheet({"model": {"id": "test/model"}, "weights": "bf16", "task": "lora",
                      "training": {"sequence_length": 4096, "microbatch": 4,
                                   "gradient_accumulation": 2, "export": "merged"}})
 

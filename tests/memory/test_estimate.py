@@ -55,7 +55,8 @@ def test_card_rules_follow_what_really_runs():
     # bf16 on a T4 (CC 7.5) runs as fp16; flash falls back to SDPA
     est = estimate_memory(sheet(inference=INF, attention="flash"), facts_of(LLAMA),
                           card=require_card("T4"))
-    assert est.weights_format == "fp16" and any("CC >= 8.0" in n for n in est.notes)
+    assert est.weights_format == "fp16" and any(n.code == "card_rule" and "CC >= 8.0" in n.text
+                                                 for n in est.notes)
     # DeepSeek-V3's fp8 checkpoint on an A100 (CC 8.0) is dequantized to bf16 by transformers
     ds = facts_of("deepseek-ai/DeepSeek-V3")
     s = sheet(weights="auto", inference=INF, placement={"gpus": 8, "strategy": "tensor-parallel"})
@@ -65,7 +66,7 @@ def test_card_rules_follow_what_really_runs():
     assert a100.weights_bytes > 1.9 * h100.weights_bytes
     assert a100.item("load_conversion_transient").bytes > 0
     without = estimate_memory(s, ds)
-    assert any("no card-specific rule" in n for n in without.notes)
+    assert any(n.code == "no_card" for n in without.notes)
 
 
 def test_load_time_conversion_transient_is_the_largest_converted_tensor_in_bf16():
@@ -134,7 +135,8 @@ def test_bitsandbytes_leaves_moe_experts_in_16_bit_under_transformers():
     nf4 = estimate_memory(sheet(weights="nf4", inference=INF), f)
     experts = f.parameters_by_role("expert_linear")
     assert nf4.weights_bytes > experts * 2  # experts stay bf16 (bitsandbytes#1849)
-    assert any("bitsandbytes#1849" in n for n in nf4.notes)
+    assert any(n.code == "format_kept_dense" and "bitsandbytes#1849" in n.text
+               for n in nf4.notes)
     vllm = estimate_memory(sheet(weights="nf4", inference={**INF, "engine": "vllm"}), f)
     assert vllm.weights_bytes < experts  # vLLM's fused MoE takes 4-bit experts
 

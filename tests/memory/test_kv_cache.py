@@ -1,5 +1,6 @@
 """KV cache = layers × 2 × kv_heads × head_dim × tokens × sequences × bytes (arithmetic shown)."""
 
+from gpusizer.memory.engines import ENGINES
 from gpusizer.memory.kv_cache import kv_bytes, kv_heads_per_rank, kv_layout
 
 from .conftest import facts_of
@@ -42,7 +43,7 @@ def test_gemma2_sliding_layers_capped_at_window():
 def test_deepseek_v3_mla_vllm_latent_vs_transformers_per_head():
     f = facts_of("deepseek-ai/DeepSeek-V3")
     # vLLM caches the latent: (kv_lora_rank 512 + qk_rope_head_dim 64) × 2 B per layer, 61 layers
-    assert kv_layout(f, dtype_bytes=2, engine="vllm", tp=8).full_bytes_per_token == 61 * 576 * 2
+    assert ENGINES["vllm"].kv_layout(f, dtype_bytes=2, tp=8).full_bytes_per_token == 61 * 576 * 2
     # transformers caches per-head K (128 + 64) and V (128) for 128 heads
     assert kv_layout(f, dtype_bytes=2).full_bytes_per_token == 61 * 128 * (128 + 64 + 128) * 2
 
@@ -52,12 +53,12 @@ def test_kv_heads_split_then_replicated_across_tp_ranks():
     assert kv_heads_per_rank(8, 8) == 1
     assert kv_heads_per_rank(8, 16) == 1  # replicated when ranks > kv heads
     f = facts_of("meta-llama/Meta-Llama-3.1-8B")
-    assert kv_layout(f, dtype_bytes=2, engine="vllm", tp=2).full_bytes_per_token == 131072 // 2
+    assert ENGINES["vllm"].kv_layout(f, dtype_bytes=2, tp=2).full_bytes_per_token == 131072 // 2
 
 
 def test_vllm_block_rounding():
     f = facts_of("meta-llama/Meta-Llama-3.1-8B")
-    lay = kv_layout(f, dtype_bytes=2, engine="vllm")
+    lay = ENGINES["vllm"].kv_layout(f, dtype_bytes=2, tp=1)
     # 20000 tokens round up to 1250 blocks of 16 exactly; 20001 needs one more block
     assert kv_bytes(lay, tokens=20000, sequences=1, round_to=16) == 20000 * 131072
     assert kv_bytes(lay, tokens=20001, sequences=1, round_to=16) == 20016 * 131072

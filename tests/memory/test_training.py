@@ -184,3 +184,10 @@ def test_pure_bf16_adamw_step_matches_the_issue_figures(impl, gib):
     expected = 8 * P + (2 * P if impl == "foreach" else 2 * V * H * 2)
     assert step == expected
     assert round(step / 2**30, 1) == gib
+
+
+def test_qlora_on_a_16_bit_checkpoint_is_refused_once_the_format_is_read():
+    # weights: auto passes the sheet; the checkpoint (Llama 3.1 8B) stores bf16, not nf4 / fp4
+    with pytest.raises(SheetError) as e:
+        _est(task="qlora", weights="auto")
+    assert e.value.field == "weights" and "expected weights nf4 or fp4" in str(e.value)

@@ -41,3 +41,36 @@ def test_vllm13061_r1_distill_qwen14b_2x4090_131072_tokens_refuses_to_start():
     # per-GPU block: 16 tokens × 48 layers × 2 × 4 KV heads × 128 × 2 B
     assert v["block_bytes"] == 16 * 48 * 2 * 4 * 128 * 2
     assert doc["fit"]["state"] == "exclude" and "refuses to start" in doc["fit"]["reason"]
+
+
+# the keys of the ``vllm`` block before the engines registry (CONTRACT.md + contract-extensions)
+VLLM_BLOCK_KEYS = {"budget_bytes", "kv_cache_bytes", "kv_tokens", "max_concurrency", "total_bytes",
+                   "total_source", "weights_bytes", "activation_bytes", "non_torch_bytes",
+                   "block_bytes", "kv_blocks", "starts", "sequences_held"}
+
+
+def _same_content(pool: dict, alias: dict) -> None:
+    assert pool["engine"] == "vllm"
+    assert set(pool) >= set(alias) >= VLLM_BLOCK_KEYS
+    assert {k: pool[k] for k in alias} == alias
+
+
+def test_memory_pool_is_the_vllm_block_under_its_generic_name():
+    doc = cli_json("estimate", "examples/validation/vllm10517-llama31-8b-rtx3090.yaml",
+                   "--card", "NVIDIA GeForce RTX 3090")
+    pool = doc["memory"]["pool"]
+    _same_content(pool, doc["memory"]["vllm"])
+    # one sequence of 20000 tokens in blocks of 16: 1250 blocks × 16 × 131072 B per token
+    assert pool["required_sequences"] == 1 and pool["tokens_per_sequence"] == 20000
+    assert pool["required_kv_bytes"] == 20000 * 131072
+
+
+def test_offers_pool_is_the_vllm_block_and_null_for_transformers():
+    doc = cli_json("plan", "examples/validation/vllm10517-llama31-8b-rtx3090.yaml")
+    assert doc["memory"]["pool"] is None and doc["memory"]["vllm"] is None  # no card: no pool
+    known = [o for o in doc["offers"] if o["canonical_card"]]
+    assert known
+    for o in known:
+        _same_content(o["pool"], o["vllm"])
+    tr = cli_json("estimate", "examples/llama-3.1-8b-serving.yaml", "--card", "H100 SXM")
+    assert tr["memory"]["pool"] is None and tr["memory"]["vllm"] is None

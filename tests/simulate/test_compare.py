@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from gpusizer.memory.items import Item, MemoryEstimate, phase_peaks
+from gpusizer.memory.items import Item, MemoryEstimate
 from gpusizer.simulate.compare import ITEM_MAPPING, compare_estimates
 
 
 def _mem(items, phases):
-    items = tuple(items)
-    ph = phase_peaks(items, phases)
-    return MemoryEstimate(0, 0, 0, None, None, None, 0, items, ph)
+    return MemoryEstimate(weights_bytes=0, reserve_bytes=0, items=tuple(items),
+                          phase_names=phases, lower_bound_items=(), lower_bound_phase="load")
 
 
 def test_phase_and_item_differences():

@@ -294,7 +294,7 @@ def test_fp8_small_scale_tensors_round_as_the_allocator(shared_dir, write_model)
 
 def test_int8_keeps_stacked_experts_and_router_in_16_bit(shared_dir, write_model):
     # Mixtral: bitsandbytes replaces nn.Linear only; transformers v5's stacked experts and the
-    # router (block_sparse_moe.gate) stay bf16, as estimate's bnb_roles counts them
+    # router (block_sparse_moe.gate) stay bf16, as estimate's engine rule (bnb_quantized_roles) counts them
     path, facts = _two_layers(shared_dir, write_model, "mistralai--Mixtral-8x22B-v0.1")
     sheet = parse_sheet({"model": {"path": str(path)}, "task": "inference", "weights": "int8",
                          "inference": {"prompt_tokens": 32, "new_tokens": 2}})

@@ -12,7 +12,8 @@ from typing import Literal
 
 __all__ = ["CatalogFile", "CatalogDiscrepancy", "SkippedRow", "CatalogKind", "sha256_hex"]
 
-CatalogKind = Literal["offers-yaml", "offers-csv", "skypilot-vms", "bundled-default"]
+CatalogKind = Literal["offers-yaml", "offers-csv", "offers-rows", "skypilot-vms",
+                      "bundled-default"]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -62,8 +63,9 @@ class CatalogFile:
     """One catalog file as read.
 
     Attributes:
-        path: the file as given (or ``gpusizer/data/default_catalog.yaml`` for the bundled one).
-        sha256: SHA-256 of its bytes.
+        path: the file as given (or ``gpusizer/data/default_catalog.yaml`` for the bundled one,
+            the name given to a catalog read from text or rows: ``catalogs[0]``).
+        sha256: SHA-256 of its bytes (of the rows' canonical JSON for ``offers-rows``).
         kind: which reader read it.
         offers: how many offers it gave.
         discrepancies: memory claims that disagree with the card table.

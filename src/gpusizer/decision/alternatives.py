@@ -9,9 +9,10 @@ batch), a lower-precision format, gradient checkpointing — with its new peak
 (quality, coverage, throughput). Nothing is applied: the sheet stays the user's; a change that
 does not fit, or cannot be tried, is listed with why.
 
-fits ⇔ device_peak_bytes + margin ≤ device_bytes (CONTRACT.md ``margin``); for ``engine: vllm``
-⇔ vLLM starts and its pool holds every required sequence. An estimate with items of unknown size
-cannot say "fits" (``fits`` is None). No torch here.
+fits is the fit rule's judgement (``memory.fit_rule.judge_fit``): device_peak_bytes + margin ≤
+device_bytes (CONTRACT.md ``margin``), or for a serving engine its pool holds every required
+sequence; an estimate with items of unknown size cannot say "fits" (``fits`` is None) unless its
+known part already does not fit (False). No torch here.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..catalog.types import Card
 from ..errors import SheetError
 from ..fit import largest_fitting
 from ..formats import FORMATS, weight_format
 from ..memory.estimate import estimate_memory
+from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -32,8 +35,11 @@ from ..units import fmt_bytes
 from .criteria import OfferContext, quality
 from .verdict import OfferDecision
 
+if TYPE_CHECKING:
+    from ..pipeline import PlanResult
+
 __all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit",
-           "offer_alternatives", "run_alternatives", "LOWER_FORMATS"]
+           "offer_alternatives", "run_alternatives", "plan_alternatives", "LOWER_FORMATS"]
 
 LOWER_FORMATS: dict[str, tuple[str, ...]] = {n: r.lower for n, r in FORMATS.items() if r.lower}
 """Lower-precision formats tried, highest precision first: each record's ``lower``
@@ -50,6 +56,7 @@ class Fit:
         device_bytes, margin_bytes: the card's nvidia-smi total and the sheet's margin.
         fits: True / False, or None when an item of unknown size leaves the peak unknown.
         reason: the comparison in words.
+        judgement: the fit rule's judgement (None when the sheet cannot be estimated).
     """
 
     estimate: MemoryEstimate | None
@@ -57,6 +64,7 @@ class Fit:
     margin_bytes: int
     fits: bool | None
     reason: str
+    judgement: FitJudgement | None = None
 
 
 @dataclass(frozen=True)
@@ -121,25 +129,12 @@ def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
         est = estimate_memory(sheet, facts, card=card)
     except SheetError as exc:
         return Fit(None, device, margin, False, f"cannot be estimated: {exc.reason}")
-    v = est.vllm
-    if v is not None:
-        need = sheet.inference.concurrency
-        ok = (bool(v.starts) and v.weights_bytes <= v.budget_bytes
-              and v.sequences_held is not None and v.sequences_held >= need)
-        return Fit(est, device, margin, ok,
-                   f"vLLM pool {fmt_bytes(v.budget_bytes)} holds {v.sequences_held} whole "
-                   f"sequence(s) {'>=' if ok else '<'} {need} required")
-    if est.lower_bound_bytes > device:
-        return Fit(est, device, margin, False, f"lower bound {fmt_bytes(est.lower_bound_bytes)} "
-                   f"> device {fmt_bytes(device)}")
-    if est.device_peak_bytes is None:
-        unknown = sorted({n for p in est.phases for n in p.unknown_items}) or ["phases"]
-        return Fit(est, device, margin, None, "peak unknown: items of unknown size ("
-                   + ", ".join(unknown) + f"); known lower bound "
-                   f"{fmt_bytes(est.lower_bound_bytes)} <= device {fmt_bytes(device)}")
-    ok = est.device_peak_bytes + margin <= device
-    return Fit(est, device, margin, ok, f"estimated device peak {fmt_bytes(est.device_peak_bytes)}"
-               f" + margin {fmt_bytes(margin)} {'<=' if ok else '>'} device {fmt_bytes(device)}")
+    judgement = judge_on_card(est, card, sheet.margin)
+    return Fit(est, device, margin, _FITS[judgement.state], judgement.reason, judgement)
+
+
+_FITS = {"fits": True, "does_not_fit": False, "unknown": None}
+"""The fit rule's state as ``Fit.fits``."""
 
 
 def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
@@ -349,22 +344,28 @@ def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
 def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
                      evidence_dir: Path | None = None, today: dt.date | None = None,
                      base_dir: Path | None = None) -> AlternativesResult:
-    """Plan the sheet, then list single changes for each offer whose memory is ``exclude`` or
-    whose estimated peak does not fit.
+    """Plan the sheet (``pipeline.run_plan``), then :func:`plan_alternatives`.
 
     Raises:
         SheetError, ModelError, CatalogError, EvidenceError, HubError: as ``run_plan``.
     """
-    from ..pipeline import required_dimensions, run_plan
-    plan = run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir, today=today,
-                    base_dir=base_dir)
+    from ..pipeline import run_plan
+    return plan_alternatives(run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir,
+                                      today=today, base_dir=base_dir))
+
+
+def plan_alternatives(plan: PlanResult) -> AlternativesResult:
+    """List single changes for each offer of ``plan`` whose memory is ``exclude`` or whose
+    estimated peak does not fit; reads no file."""
+    from ..pipeline import required_dimensions
+    sheet = plan.sheet
     result = AlternativesResult(plan)
     for d in plan.decisions:
         state = d.criteria["memory"].state
         if state != "exclude":
             # an estimated overload (peak + margin > device, not a certain lower bound) leaves
             # memory to_confirm; its alternatives are listed too, labelled as such
-            if d.card is None or check_fit(sheet, plan.facts, d.card).fits is not False:
+            if d.fit is None or d.fit.state != "does_not_fit":
                 continue
         ctx = OfferContext(sheet, plan.facts, d.offer, d.card, d.estimate, plan.evidence,
                            d.total_usd, d.days, plan.checkpoint_bytes,

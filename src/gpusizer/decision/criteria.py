@@ -13,13 +13,14 @@ from typing import Literal
 
 from ..catalog.types import Card, Offer
 from ..evidence import EvidenceDoc, EvidenceSet
+from ..memory.fit_rule import FitJudgement, judge_fit
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from ..units import fmt_bytes
 
 __all__ = ["State", "Criterion", "OfferContext", "CRITERIA", "workload", "compatibility", "memory",
-           "quality", "distribution", "budget"]
+           "judged_memory", "quality", "distribution", "budget"]
 
 State = Literal["acceptable", "to_confirm", "exclude"]
 
@@ -118,13 +119,9 @@ def _at_most_required(rung, required: dict[str, int]) -> bool:
 
 def _missing_phases(rung, sheet: Sheet) -> list[str]:
     """Phases of the task's full cycle the rung recorded no counters for."""
-    from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES
-    if sheet.task == "inference":
-        need = INFERENCE_PHASES
-    else:
-        need = TRAINING_PHASES if sheet.training.export != "none" else TRAINING_PHASES[:-1]
+    from ..memory.items import required_phases
     seen = {p.name for p in rung.phases}
-    return [p for p in need if p not in seen]
+    return [p for p in required_phases(sheet) if p not in seen]
 
 
 def workload(ctx: OfferContext) -> Criterion:
@@ -195,7 +192,7 @@ def _own_environment_measurement(ctx: OfferContext) -> Criterion | None:
 
 def compatibility(ctx: OfferContext) -> Criterion:
     """Compatibility: verified only by a check run in the offer's own environment (R4)."""
-    rules = ctx.estimate.notes if ctx.estimate else ()
+    notes = ctx.estimate.notes if ctx.estimate else ()
     for doc in ctx.evidence.of_kind("compatibility"):
         if _own_environment(doc, ctx):
             if doc.result == "failed":
@@ -207,7 +204,7 @@ def compatibility(ctx: OfferContext) -> Criterion:
     measured = _own_environment_measurement(ctx)
     if measured is not None:
         return measured
-    changes = [n for n in rules if "CC" in n]
+    changes = [n.text for n in notes if n.code == "card_rule"]
     env = ctx.offer.environment
     reason = (f"environment {env!r} is declared at order time: a preference, not a verification "
               "(R4)" if env else "no environment documented for this offer")
@@ -221,17 +218,15 @@ def compatibility(ctx: OfferContext) -> Criterion:
 
 
 def memory(ctx: OfferContext) -> Criterion:
-    """Memory per GPU: exclude on a certain overflow or a measured OOM at the required
-    dimensions; acceptable only with an in-scope measurement of the full cycle within the margin."""
+    """Memory per GPU: exclude on a certain overflow (``judge_fit``) or a measured OOM at the
+    required dimensions; acceptable only with an in-scope measurement of the full cycle within
+    the margin; otherwise the fit judgement, to confirm."""
     if ctx.card is None or ctx.estimate is None:
         return Criterion("to_confirm", ctx.card_note or f"card {ctx.offer.card!r} is unknown to "
                          "the card table: its memory is unknown (never guessed)",
                          "name the exact card model and its nvidia-smi memory.total")
-    est = ctx.estimate
     device = int(ctx.card.device_bytes.value)
     margin = ctx.sheet.margin.of(device)
-    cite_card = {"document": "gpusizer card table", "version": "bundled",
-                 "scope": f"{ctx.card.name}: {ctx.card.device_bytes.source}"}
     doc, rung = _limit_rung(ctx)
     oom_doc, oom = _oom_rung(ctx)
     if oom is not None:
@@ -240,20 +235,9 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("exclude", f"out of memory {where} in phase "
                          f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
                          (oom_doc.citation(),))
-    v = est.vllm
-    if v is not None:
-        if v.weights_bytes > v.budget_bytes:
-            return Criterion("exclude", f"vLLM: weights {fmt_bytes(v.weights_bytes)} exceed the "
-                             f"budget {fmt_bytes(v.budget_bytes)}", None, (cite_card,))
-        if v.starts is False:
-            return Criterion("exclude", f"vLLM: {v.kv_tokens} KV tokens < one sequence of "
-                             f"{ctx.sheet.inference.tokens_per_sequence} tokens: vLLM refuses to "
-                             "start", None, (cite_card,))
-    if est.lower_bound_bytes > device:
-        what = "weights + KV cache of the required tokens" if ctx.required else "weights alone"
-        return Criterion("exclude", f"{what} = {fmt_bytes(est.lower_bound_bytes)} per GPU exceed "
-                         f"the device's {fmt_bytes(device)} (a certain lower bound)", None,
-                         (cite_card,))
+    judgement = judge_fit(ctx.estimate, device_bytes=device, margin_bytes=margin)
+    if judgement.state == "does_not_fit" and judgement.certain:
+        return judged_memory(judgement, ctx.card)
     missing = _missing_phases(rung, ctx.sheet) if rung is not None else []
     if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required) \
             and missing:
@@ -270,46 +254,37 @@ def memory(ctx: OfferContext) -> Criterion:
             if worst + margin <= device:
                 return Criterion("acceptable", f"measured full cycle: max_memory_reserved + "
                                  f"non-PyTorch = {fmt_bytes(worst)} + margin {fmt_bytes(margin)} "
-                                 f"<= {fmt_bytes(device)}", None, (doc.citation(), cite_card))
+                                 f"<= {fmt_bytes(device)}", None,
+                                 (doc.citation(), _card_citation(ctx.card)))
             return Criterion("to_confirm", f"measured {fmt_bytes(worst)} + margin "
                              f"{fmt_bytes(margin)} exceeds {fmt_bytes(device)} though the run "
                              "passed", "re-measure with a reasoned margin", (doc.citation(),))
-    status = "" if ctx.card.device_bytes.status == "confirmed" else \
+    return judged_memory(judgement, ctx.card, simulated=ctx.simulated, estimate=ctx.estimate)
+
+
+def _card_citation(card: Card) -> dict:
+    return {"document": "gpusizer card table", "version": "bundled",
+            "scope": f"{card.name}: {card.device_bytes.source}"}
+
+
+def judged_memory(judgement: FitJudgement, card: Card, *,
+                  simulated: MemoryEstimate | None = None,
+                  estimate: MemoryEstimate | None = None) -> Criterion:
+    """The memory criterion from a fit judgement alone (no measurement): ``exclude`` on a
+    certain overflow, else ``to_confirm`` with the judgement's figures (an estimate that does
+    not fit stays to confirm unless a certain bound proves it, R2)."""
+    cite = (_card_citation(card),)
+    if judgement.state == "does_not_fit" and judgement.certain:
+        return Criterion("exclude", judgement.reason, None, cite)
+    status = "" if card.device_bytes.status == "confirmed" else \
         " (the card's device bytes are themselves to confirm)"
-    if v is not None:
-        need = ctx.sheet.inference.concurrency
-        holds = v.sequences_held is not None and v.sequences_held >= need
-        reason = (f"vLLM pool {fmt_bytes(v.budget_bytes)} per GPU leaves a KV cache of "
-                  f"{fmt_bytes(v.kv_cache_bytes)} = {v.kv_tokens} tokens: it holds "
-                  f"{v.sequences_held} whole sequence(s) of "
-                  f"{ctx.sheet.inference.tokens_per_sequence} tokens (max concurrency "
-                  f"{v.max_concurrency}) {'>=' if holds else '<'} {need} required"
-                  + ("" if holds else " (the rest would queue)")
-                  + (" — an upper bound: " + ", ".join(sorted({n for p in est.phases
-                                                                for n in p.unknown_items}))
-                     + " unknown" if any(p.unknown_items for p in est.phases) else "")
-                  + status)
-    elif not est.phases:
-        reason = (f"only the weights are known: weights only {fmt_bytes(est.weights_bytes)}, "
-                  f"indicative envelope (weights + reserve {fmt_bytes(est.reserve_bytes)}) "
-                  f"{fmt_bytes(est.envelope_bytes)} vs device {fmt_bytes(device)}{status}; "
-                  "context, concurrency and working memory are not in the calculation")
-    elif est.device_peak_bytes is None:
-        unknown = sorted({n for p in est.phases for n in p.unknown_items})
-        reason = (f"only a lower bound is known: {fmt_bytes(est.lower_bound_bytes)} per GPU vs "
-                  f"{fmt_bytes(device)}{status}; items of unknown size: "
-                  + (", ".join(unknown) or "none (no phases computed)"))
-    else:
-        env = est.conservative_envelope_bytes
-        fits = est.device_peak_bytes + margin <= device
-        reason = (f"estimated device peak {fmt_bytes(est.device_peak_bytes)} + margin "
-                  f"{fmt_bytes(margin)} {'<=' if fits else '>'} device {fmt_bytes(device)}"
-                  f"{status}; conservative envelope {fmt_bytes(env)}")
-    if ctx.simulated is not None:
-        reason += "; " + _simulated_text(ctx.simulated, est, device, margin)
+    reason = judgement.reason + status
+    if simulated is not None and estimate is not None:
+        reason += "; " + _simulated_text(simulated, estimate, judgement.device_bytes,
+                                         judgement.margin_bytes)
     return Criterion("to_confirm", reason,
                      "measure the limit rung on this card: max_memory_reserved + non-PyTorch "
-                     "memory + margin <= device bytes (gpusizer measure)", (cite_card,))
+                     "memory + margin <= device bytes (gpusizer measure)", cite)
 
 
 def _simulated_text(sim: MemoryEstimate, est: MemoryEstimate, device: int, margin: int) -> str:

@@ -1,8 +1,9 @@
 """Verdict and ranking (R3): selected = all six acceptable; conditional = no exclude.
 
-Selected offers are ranked by total package cost, then useful memory margin, then documented
-schedule (earliest start). Conditional offers get a ``provisional_rank`` by estimated margin, then
-cost — labelled provisional wherever shown. Prices say nothing about speed.
+Selected offers are ranked by total package cost, then useful memory margin (the fit rule's
+``headroom_bytes``), then documented schedule (earliest start). Conditional offers get a
+``provisional_rank`` by estimated headroom, then cost — labelled provisional wherever shown.
+Prices say nothing about speed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..catalog.types import Card, Offer
+from ..memory.fit_rule import FitJudgement
 from ..memory.items import MemoryEstimate
 from .criteria import Criterion
 
@@ -21,7 +23,8 @@ Verdict = Literal["selected", "conditional", "excluded"]
 
 @dataclass
 class OfferDecision:
-    """One offer's six criteria, verdict and rank."""
+    """One offer's six criteria, verdict and rank; ``fit`` is the fit rule's judgement of its
+    per-card estimate (None when the card or the estimate is unknown)."""
 
     offer: Offer
     card: Card | None
@@ -33,6 +36,7 @@ class OfferDecision:
     rank: int | None = None
     provisional_rank: int | None = None
     card_note: str | None = None
+    fit: FitJudgement | None = None
 
 
 def verdict_of(criteria: dict[str, Criterion]) -> Verdict:
@@ -46,20 +50,10 @@ def verdict_of(criteria: dict[str, Criterion]) -> Verdict:
 
 
 def useful_margin_bytes(d: OfferDecision) -> int | None:
-    """Memory left per GPU once the workload is served (None when unknown).
-
-    transformers: device bytes minus the estimated device peak. vLLM: its KV pool minus the KV
-    cache the required sequences need (the budget is always ~utilization of the card, so the
-    headroom that matters is in the pool).
-    """
-    if d.card is None or d.estimate is None:
-        return None
-    est = d.estimate
-    if est.vllm is not None and est.vllm.kv_cache_bytes is not None:
-        return est.vllm.kv_cache_bytes - (est.lower_bound_bytes - est.weights_bytes)
-    if est.device_peak_bytes is None:
-        return None
-    return int(d.card.device_bytes.value) - est.device_peak_bytes
+    """Memory left per GPU once the workload is served: the fit judgement's
+    ``headroom_bytes`` (device − margin − device peak; for a serving engine's pool, its KV bytes
+    minus those the required sequences need), None when unknown (``memory.fit_rule``)."""
+    return None if d.fit is None else d.fit.headroom_bytes
 
 
 def rank_offers(decisions: list[OfferDecision]) -> None:

@@ -44,8 +44,13 @@ _EXPERTS_NOTE = ("bitsandbytes under transformers v5 leaves the stacked routed-e
                  "bitsandbytes-foundation/bitsandbytes#1849): experts counted at {dtype}")
 
 
+_PACKS_BY_ENGINE = {"transformers": _LINEAR}
+"""What bitsandbytes packs under each engine (module doc); the others and the checkpoint as
+stored: the linears and the routed experts."""
+
+
 def _packs(engine: str | None, stored: QuantConfig | None) -> frozenset[str]:
-    return _LINEAR if engine == "transformers" else _LINEAR_AND_EXPERTS
+    return _PACKS_BY_ENGINE.get(engine, _LINEAR_AND_EXPERTS)
 
 
 def _int8_metadata(m: Matrices, quant: QuantParams) -> Metadata:

@@ -21,6 +21,7 @@ import torch
 
 from ..errors import MeasureError, MeasureUnsupportedError
 from ..formats import FORMATS, dtype_format, side_files
+from ..memory.engines import ENGINES
 from ..model.resolve import model_folder
 from ..sheet import Sheet
 
@@ -144,10 +145,10 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
                                       f"on CUDA; this harness runs {', '.join(_OPTIMIZERS)}",
                                       field="training.optimizer",
                                       value=sheet.training.optimizer)
-    if sheet.inference is not None and sheet.inference.engine != "transformers":
-        raise MeasureUnsupportedError("the harness runs transformers; measure vLLM from its own "
-                                      "start-up log (gpusizer estimate --card gives its split)",
-                                      field="inference.engine", value=sheet.inference.engine)
+    engine = ENGINES[sheet.inference.engine] if sheet.inference is not None else None
+    if engine is not None and not engine.measure_supported:
+        raise MeasureUnsupportedError(engine.measure_refusal, field="inference.engine",
+                                      value=engine.name)
     if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",
                                                                               dtype_name):
         raise MeasureUnsupportedError(f"a KV cache in {sheet.inference.kv_cache_dtype} with "

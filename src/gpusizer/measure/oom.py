@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ..formats import FORMATS
+from ..memory.engines import ENGINES
 from ..sheet import Sheet
 
 __all__ = ["is_oom", "Localization", "localize", "allocator_numbers"]
@@ -96,7 +97,7 @@ def localize(phase: str, sheet: Sheet) -> Localization:
                         " (the other sequences queue: throughput changes, the need does not)")
         if inf.kv_cache_dtype not in ("fp8",):
             alts.append("inference.kv_cache_dtype: fp8" + quality)
-        if inf.engine == "transformers" and inf.cache == "dynamic":
+        if "cache" in ENGINES[inf.engine].KEYS and inf.cache == "dynamic":
             alts.append("inference.cache: static (no growth copies during decode)")
         if inf.length_negotiable:
             alts.append("a shorter prompt (length_negotiable is true)")

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
-from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES
+from ..memory.items import required_phases
 from ..sheet import Sheet, canonical_json, sheet_sha256
 from .counters import DeviceCounters
 from .distributed import Distributed, init_distributed
@@ -45,13 +45,6 @@ class MeasurementResult:
     evidence_path: Path | None
     raw_notes_path: Path
     rank: int
-
-
-def _expected_phases(sheet: Sheet) -> tuple[str, ...]:
-    if sheet.task == "inference":
-        return INFERENCE_PHASES
-    phases = TRAINING_PHASES
-    return phases if sheet.training.export != "none" else phases[:-1]
 
 
 def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
@@ -119,7 +112,7 @@ def _run_rung(plan: RungPlan, sheet: Sheet, ctx: "_Context") -> dict:
                                     for k, (got, want) in short.items()}
     record["phases"] = [dict(pc.as_json(), rank=ctx.dist.rank) for pc in phases.records]
     done = {p["name"] for p in record["phases"]}
-    record["phases_missing"] = [p for p in _expected_phases(sheet) if p not in done]
+    record["phases_missing"] = [p for p in required_phases(sheet) if p not in done]
     return record
 
 

@@ -1,23 +1,168 @@
-"""Typed values of the memory stage: an item, a phase, and the whole estimate.
+"""Typed values of the memory stage: an item, a phase, a note, and the whole estimate.
 
 R8: each item says whether it is ``estimated``, ``simulated``, ``measured`` or ``declared``, where
 its formula comes from, and in which phases it is live. An item whose size cannot be known has
 ``bytes = None`` and an ``unknown_reason``; it is never counted as zero. Allocated and reserved
 peaks are never added, and the declared reserve is never added to a peak.
+
+Item names come from one table (:data:`ITEM_KINDS`), notes carry a code from one table
+(:data:`NOTE_CODES`), and a :class:`MemoryEstimate` derives its totals when it is made, so
+estimate, simulate and measure cannot build one inconsistently.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
-__all__ = ["Provenance", "Item", "Phase", "VllmSplit", "MemoryEstimate", "phase_peaks",
-           "INFERENCE_PHASES", "TRAINING_PHASES"]
+if TYPE_CHECKING:
+    from ..sheet import Sheet
+    from .engines.base import PoolSplit
+    from .training import TrainingSummary
+
+__all__ = ["Provenance", "ItemName", "ItemKind", "ITEM_KINDS", "NoteCode", "NOTE_CODES", "Note",
+           "Item", "Phase", "MemoryEstimate", "phase_peaks", "INFERENCE_PHASES",
+           "TRAINING_PHASES", "ONE_SHOT_PHASES", "required_phases"]
 
 Provenance = Literal["estimated", "simulated", "measured", "declared"]
 
 INFERENCE_PHASES = ("load", "prefill", "decode")
 TRAINING_PHASES = ("load", "forward", "backward", "optimizer_step", "validation", "export")
+ONE_SHOT_PHASES = frozenset(INFERENCE_PHASES + TRAINING_PHASES) - {"forward", "backward"}
+"""Phases a run records once per GPU; forward and backward repeat once per microbatch
+(gradient accumulation)."""
+
+
+def required_phases(sheet: Sheet) -> tuple[str, ...]:
+    """The phases of one full cycle of the sheet's task, in order.
+
+    ``INFERENCE_PHASES`` for inference; ``TRAINING_PHASES`` for lora / qlora / full, without
+    ``export`` when ``training.export`` is ``none`` (nothing is written).
+    """
+    if sheet.task == "inference":
+        return INFERENCE_PHASES
+    if sheet.training is not None and sheet.training.export == "none":
+        return TRAINING_PHASES[:-1]
+    return TRAINING_PHASES
+
+
+ItemName = Literal[
+    "weights", "quantization_metadata", "lora_adapters", "prepare_kbit_upcast", "rotary_cache",
+    "buffers", "kv_cache", "gradients", "optimizer_states", "optimizer_states_paged",
+    "ddp_gradient_buckets", "cuda_context", "cublas_workspace", "nccl_buffers",
+    "allocator_slack", "load_conversion_transient", "prefill_working", "decode_working",
+    "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
+    "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
+    "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries",
+]
+"""Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemKind:
+    """What an item name stands for.
+
+    Attributes:
+        holder: ``torch`` when PyTorch's caching allocator holds it (counted in ``peak_bytes``),
+            ``non_torch`` when it lies outside (``device_peak_bytes`` only).
+        role: ``parameter`` (model or adapter tensors and their fixed companions), ``state``
+            (held across steps or requests: KV cache, gradients, optimizer states, buffers,
+            driver and library memory) or ``working`` (made and freed within a phase).
+        lower_bound: the words ``lower_bound_covers`` uses when the item may count in a
+            certain lower bound (held, once made, through the phase the bound is taken at, with
+            the other such items), or None when it may not.
+    """
+
+    holder: Literal["torch", "non_torch"]
+    role: Literal["parameter", "state", "working"]
+    lower_bound: str | None = None
+
+
+_T, _N = "torch", "non_torch"
+ITEM_KINDS: dict[ItemName, ItemKind] = {
+    "weights": ItemKind(_T, "parameter", "weights"),
+    "quantization_metadata": ItemKind(_T, "parameter", "weights"),
+    "lora_adapters": ItemKind(_T, "parameter", "LoRA adapters"),
+    "prepare_kbit_upcast": ItemKind(_T, "parameter"),
+    "rotary_cache": ItemKind(_T, "state"),
+    "buffers": ItemKind(_T, "state"),
+    "kv_cache": ItemKind(_T, "state", "KV cache"),
+    "gradients": ItemKind(_T, "state", "gradients"),
+    "optimizer_states": ItemKind(_T, "state", "optimizer states"),
+    "optimizer_states_paged": ItemKind(_N, "state"),
+    "ddp_gradient_buckets": ItemKind(_T, "state"),
+    "cuda_context": ItemKind(_N, "state"),
+    "cublas_workspace": ItemKind(_T, "state"),
+    "nccl_buffers": ItemKind(_N, "state"),
+    "allocator_slack": ItemKind(_N, "state"),
+    "load_conversion_transient": ItemKind(_T, "working"),
+    "prefill_working": ItemKind(_T, "working"),
+    "decode_working": ItemKind(_T, "working"),
+    "kv_cache_growth_transient": ItemKind(_T, "working"),
+    "activations": ItemKind(_T, "working"),
+    "logits": ItemKind(_T, "working"),
+    "autocast_weight_copies": ItemKind(_T, "working"),
+    "backward_working": ItemKind(_T, "working"),
+    "optimizer_step_temporary": ItemKind(_T, "working"),
+    "validation_working": ItemKind(_T, "working"),
+    "export_transient": ItemKind(_T, "working"),
+    "zero_reduce_bucket": ItemKind(_T, "working"),
+    "fsdp_gathered_layers": ItemKind(_T, "working"),
+    "temporaries": ItemKind(_T, "working"),
+}
+"""Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
+library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states
+(CUDA managed memory). ``quantization_metadata`` counts as weights in ``lower_bound_covers``."""
+
+NoteCode = Literal[
+    "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
+    "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
+    "pool_peak_is_budget", "simulation", "not_simulated",
+]
+
+NOTE_CODES: dict[NoteCode, str] = {
+    "card_rule": "a GPU rule of the card changed what runs (kernel, dtype) from the sheet's choice",
+    "no_card": "no card given: no card-specific rule was applied",
+    "bare_count": "a bare parameter count: what the weights-only figure leaves out",
+    "theoretical_format": "a theoretical format row (no metadata, nothing kept in 16 bit)",
+    "format_kept_dense": "a format's kernels leave some tensors in the compute dtype",
+    "format_exclusions": "modules a checkpoint's exclusion list names that the sizing could not "
+                         "match (counted in the format)",
+    "load_conversion": "the weights are converted from the stored format while loading",
+    "no_inference_block": "an inference sheet without an inference block: weights only",
+    "engine": "what the inference engine does with the sheet's asks (e.g. a KV cache format "
+              "it does not ship)",
+    "training": "what a training estimate rests on or leaves out (memory.training)",
+    "pool": "how a serving engine's pool split was made and what it leaves out",
+    "pool_peak_is_budget": "a serving engine's peaks are its budget (total × "
+                           "gpu_memory_utilization)",
+    "simulation": "a decision the simulation took (kernel, LoRA targets, layouts, steps)",
+    "not_simulated": "what the simulation does not run or cannot see",
+}
+"""Note code → what notes of that code say. Code branches on the code, never on the text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A note on an estimate: a rule applied or what lies outside the calculation (R5).
+
+    Attributes:
+        code: its kind, from :data:`NOTE_CODES` (what code may test).
+        text: the sentence the reports print (the JSON ``notes`` list holds these texts).
+
+    Raises:
+        ValueError: a code outside :data:`NOTE_CODES`.
+    """
+
+    code: NoteCode
+    text: str
+
+    def __post_init__(self) -> None:
+        if self.code not in NOTE_CODES:
+            raise ValueError(f"note code {self.code!r} is not in NOTE_CODES")
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass(frozen=True)
@@ -25,7 +170,7 @@ class Item:
     """One memory item, per GPU.
 
     Attributes:
-        name: ``weights``, ``kv_cache``, ``cuda_context``…
+        name: one of :data:`ITEM_KINDS` (``weights``, ``kv_cache``, ``cuda_context``…).
         bytes: largest size over the phases it is live in (int bytes), or None when unknown.
         provenance: estimated | simulated | measured | declared.
         phases: phases in which the item is live (empty: not live, e.g. NCCL on one GPU).
@@ -36,9 +181,12 @@ class Item:
             ``device_peak_bytes``, not in ``peak_bytes``).
         phase_bytes: size in each phase where it differs from ``bytes`` (e.g. the KV cache holds
             the prompt at prefill and prompt + new tokens at decode).
+
+    Raises:
+        ValueError: a name outside :data:`ITEM_KINDS`, or ``non_torch`` not what its kind says.
     """
 
-    name: str
+    name: ItemName
     bytes: int | None
     provenance: Provenance
     phases: tuple[str, ...]
@@ -47,6 +195,14 @@ class Item:
     unknown_reason: str | None = None
     non_torch: bool = False
     phase_bytes: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        kind = ITEM_KINDS.get(self.name)
+        if kind is None:
+            raise ValueError(f"item name {self.name!r} is not in ITEM_KINDS")
+        if self.non_torch != (kind.holder == "non_torch"):
+            raise ValueError(f"item {self.name!r} is held by {kind.holder}; got non_torch="
+                             f"{self.non_torch}")
 
     def bytes_in(self, phase: str) -> int | None:
         """Size in ``phase`` (0 when not live there; None when unknown)."""
@@ -80,94 +236,108 @@ class Phase:
     unknown_items: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class VllmSplit:
-    """How vLLM splits its pool on one GPU, as its start-up log reports it.
-
-    Attributes:
-        total_bytes: the device total used (CUDA-visible total when the card table has it).
-        total_source: which total was used and why.
-        budget_bytes: total × gpu_memory_utilization.
-        weights_bytes: model weights per GPU incl. the rotary cos/sin cache.
-        activation_bytes: activation peak of the profile run (max_num_batched_tokens tokens).
-        non_torch_bytes: non-PyTorch memory per GPU (None when unknown).
-        kv_cache_bytes: what is left for the KV cache (may be negative: vLLM refuses to start).
-        block_bytes: bytes of one KV block (block_size tokens, all layers) per GPU.
-        kv_blocks: whole blocks that fit.
-        kv_tokens: kv_blocks × block_size.
-        max_concurrency: kv_tokens / tokens per sequence (vLLM's "Maximum concurrency").
-        starts: True when one sequence of the required length fits (vLLM starts).
-        sequences_held: whole sequences of the required length the pool holds at once (compare
-            this, not the rounded ``max_concurrency``, with the required concurrency).
-    """
-
-    total_bytes: int
-    total_source: str
-    budget_bytes: int
-    weights_bytes: int
-    activation_bytes: int
-    non_torch_bytes: int | None
-    kv_cache_bytes: int | None
-    block_bytes: int
-    kv_blocks: int | None
-    kv_tokens: int | None
-    max_concurrency: float | None
-    starts: bool | None
-    sequences_held: int | None = None
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class MemoryEstimate:
     """Everything the memory stage says about one sheet (and optionally one card), per GPU.
 
-    Attributes:
+    Made by estimate, simulate and measure alike from the items and phase names; the phase
+    peaks and every total are derived when it is made (never passed in), so two producers cannot
+    reduce them differently.
+
+    Attributes (given):
         weights_bytes: "weights only" per GPU (R5, R7).
         reserve_bytes: the user's declared reserve (R16: the user's choice, never derived).
-        envelope_bytes: the seed's "indicative envelope" = weights_bytes + reserve_bytes.
-        peak_bytes: largest phase peak of PyTorch items (predicts max_memory_allocated), or None.
-        device_peak_bytes: peak phase plus live non-PyTorch items (predicts nvidia-smi), or None.
-        conservative_envelope_bytes: sum of every item's maximum — a conservative envelope,
-            never a peak (R8); None if an item is unknown.
-        lower_bound_bytes: a certain lower bound per GPU: weights + KV cache of the required
-            tokens (used to exclude a card), or weights alone without an inference block.
-        items, phases: the item table and the phase peaks.
-        vllm: the vLLM pool split (engine vllm with a card), else None.
+        items: the item table.
+        phase_names: the phases to sum, in order (a phase where nothing is live is left out).
+        lower_bound_items: the items the certain lower bound sums, each of a kind that may count
+            (``ITEM_KINDS[name].lower_bound``): parameters, and the KV cache of the required
+            tokens (inference) or gradients and optimizer states (training). Usually taken from
+            ``items``; with a preallocated pool (vLLM), the workload's own KV cache, not the pool.
+        lower_bound_phase: the phase the lower bound is read at (``Item.bytes_in``): where all
+            of ``lower_bound_items`` are live (``decode``; ``optimizer_step``).
+        pool: the pool a serving engine takes at start (``engines.PoolSplit``, with a card),
+            else None.
         notes: rules applied and what lies outside the calculation (R5).
         card: the card's canonical name the GPU rules came from, or None.
         gpus: GPUs of the placement; every figure is per GPU.
         weights_format: the format the weights really have on the GPU (after card rules).
         stored_format: the checkpoint's stored format (None for a bare count).
-        training: what a training estimate rests on (``memory.training.TrainingSummary``), or
-            None for inference.
+        training: what a training estimate rests on, or None for inference.
+
+    Attributes (derived):
+        phases: :func:`phase_peaks` of ``items`` over ``phase_names``.
+        envelope_bytes: the seed's "indicative envelope" = weights_bytes + reserve_bytes.
+        peak_bytes: largest phase peak of PyTorch items (predicts max_memory_allocated), or None
+            when a phase peak is unknown; with a vLLM pool, vLLM's budget (CONTRACT.md: vLLM
+            takes its whole pool at start).
+        device_peak_bytes: largest phase peak with the live non-PyTorch items (predicts
+            nvidia-smi), or None; with a vLLM pool, its budget.
+        conservative_envelope_bytes: sum of every live item's maximum — a conservative
+            envelope, never a peak (R8); None if a live item is unknown or no phase is summed
+            (weights only).
+        lower_bound_bytes: Σ ``bytes_in(lower_bound_phase)`` of the known
+            ``lower_bound_items``: memory certainly held at once (used to exclude a card).
+        lower_bound_covers: what ``lower_bound_bytes`` sums, in words.
+
+    Raises:
+        ValueError: a lower-bound item of a kind that may not count.
     """
 
     weights_bytes: int
     reserve_bytes: int
-    envelope_bytes: int
-    peak_bytes: int | None
-    device_peak_bytes: int | None
-    conservative_envelope_bytes: int | None
-    lower_bound_bytes: int
     items: tuple[Item, ...]
-    phases: tuple[Phase, ...]
-    vllm: VllmSplit | None = None
-    notes: tuple[str, ...] = ()
+    phase_names: tuple[str, ...]
+    lower_bound_items: tuple[Item, ...]
+    lower_bound_phase: str
+    pool: PoolSplit | None = None
+    notes: tuple[Note, ...] = ()
     card: str | None = None
     gpus: int = 1
     weights_format: str = ""
     stored_format: str | None = None
-    training: object | None = None
+    training: TrainingSummary | None = None
+    phases: tuple[Phase, ...] = field(init=False)
+    envelope_bytes: int = field(init=False)
+    peak_bytes: int | None = field(init=False)
+    device_peak_bytes: int | None = field(init=False)
+    conservative_envelope_bytes: int | None = field(init=False)
+    lower_bound_bytes: int = field(init=False)
+    lower_bound_covers: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        phases = phase_peaks(self.items, self.phase_names)
+        peaks = [p.peak_bytes for p in phases]
+        devices = [p.device_peak_bytes for p in phases]
+        if self.pool is not None:
+            peak = device = self.pool.budget_bytes
+        else:
+            peak = None if None in peaks else max(peaks, default=None)
+            device = None if None in devices else max(devices, default=None)
+        live = [it.bytes for it in self.items if it.phases]
+        counted: list[tuple[int, str]] = []
+        for it in self.lower_bound_items:
+            words = ITEM_KINDS[it.name].lower_bound
+            if words is None:
+                raise ValueError(f"item {it.name!r} may not count in a lower bound (ITEM_KINDS)")
+            size = it.bytes_in(self.lower_bound_phase)
+            if size:
+                counted.append((size, words))
+        derived = {
+            "phases": phases, "envelope_bytes": self.weights_bytes + self.reserve_bytes,
+            "peak_bytes": peak, "device_peak_bytes": device,
+            "conservative_envelope_bytes": None if not phases or None in live else sum(live),
+            "lower_bound_bytes": sum(size for size, _ in counted),
+            "lower_bound_covers": _in_words([words for _, words in counted]),
+        }
+        for name, value in derived.items():   # frozen: set once, here
+            object.__setattr__(self, name, value)
 
     @property
-    def lower_bound_covers(self) -> str:
-        """What ``lower_bound_bytes`` sums."""
-        if self.training is not None:
-            if getattr(self.training, "lora_targets", ()):
-                return "weights, LoRA adapters, their gradients and optimizer states"
-            return "weights, gradients and optimizer states"
-        return "weights and KV cache"
+    def note_texts(self) -> tuple[str, ...]:
+        """The notes' texts, in order (the JSON ``notes`` list)."""
+        return tuple(n.text for n in self.notes)
 
-    def item(self, name: str) -> Item:
+    def item(self, name: ItemName) -> Item:
         """The item called ``name`` (KeyError when absent)."""
         for it in self.items:
             if it.name == name:
@@ -180,6 +350,12 @@ class MemoryEstimate:
         known = [p for p in self.phases if p.device_peak_bytes is not None]
         pool = known or list(self.phases)
         return max(pool, key=lambda p: (p.device_peak_bytes or p.known_bytes), default=None)
+
+
+def _in_words(words: list[str]) -> str:
+    """``["weights", "weights", "KV cache"]`` → "weights and KV cache" (each once, in order)."""
+    once = list(dict.fromkeys(words)) or ["nothing known"]
+    return once[0] if len(once) == 1 else ", ".join(once[:-1]) + " and " + once[-1]
 
 
 def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[Phase, ...]:

@@ -67,14 +67,16 @@ def prefill_kv_bytes(layout: KvLayout, *, tokens: int, sequences: int) -> int:
     return sequences * tokens * (layout.full_bytes_per_token + layout.sliding_bytes_per_token)
 
 
-def kv_layout(facts: ModelFacts, *, dtype_bytes: int, engine: str = "transformers",
+def kv_layout(facts: ModelFacts, *, dtype_bytes: int, mla_latent: bool = False,
               tp: int = 1) -> KvLayout:
     """Bytes per cached token on one GPU.
 
     Args:
         facts: the model.
         dtype_bytes: bytes per cached value (2 for bf16/fp16, 1 for fp8).
-        engine: ``transformers`` or ``vllm`` (decides the MLA layout).
+        mla_latent: for MLA, cache only the latent per token (vLLM ``MLAAttention``) instead of
+            the up-projected per-head K and V (transformers); the engine decides
+            (``engines.Engine.kv_layout``).
         tp: tensor-parallel ranks the KV heads are split over (1 without tensor parallelism).
 
     Returns:
@@ -82,7 +84,7 @@ def kv_layout(facts: ModelFacts, *, dtype_bytes: int, engine: str = "transformer
     """
     if facts.mla is not None:
         m = facts.mla
-        if engine == "vllm":
+        if mla_latent:
             per_layer = (m.kv_lora_rank + m.qk_rope_head_dim) * dtype_bytes
             desc = (f"MLA latent (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim "
                     f"{m.qk_rope_head_dim}) × {dtype_bytes} B per layer per token, replicated on "

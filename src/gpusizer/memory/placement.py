@@ -20,7 +20,22 @@ from fractions import Fraction
 from ..errors import SheetError
 from ..model.facts import ModelFacts
 
-__all__ = ["Share", "inference_share"]
+__all__ = ["Share", "PlacementRule", "inference_share"]
+
+
+@dataclass(frozen=True)
+class PlacementRule:
+    """What differs between engines when one model is split over several GPUs.
+
+    Attributes:
+        tp_replicated_embedding: tensor parallelism keeps the whole embedding on every rank
+            (transformers' ``base_model_tp_plan`` has no entry for ``embed_tokens``); False: a
+            vocab-parallel embedding split like the linears (vLLM ``VocabParallelEmbedding``).
+            (An engine that cannot use accelerate's ``device-map`` is refused by the sheet:
+            ``sheet.ENGINE_SHEET_RULES``.)
+    """
+
+    tp_replicated_embedding: bool
 
 
 @dataclass(frozen=True)
@@ -61,20 +76,17 @@ def _check_tp_split(facts: ModelFacts, tp: int) -> None:
 
 
 def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
-                    concurrency: int, engine: str = "transformers") -> Share:
-    """The heaviest GPU's share for inference.
+                    concurrency: int, rule: PlacementRule) -> Share:
+    """The heaviest GPU's share for inference, under the engine's placement ``rule``.
 
     Raises:
-        SheetError: a training-only strategy (zero2, fsdp) for inference; device-map with vLLM
-            (an accelerate placement vLLM does not use) or with more GPUs than decoder layers.
+        SheetError: device-map with more GPUs than decoder layers; a tensor-parallel split of
+            the heads that is not even. (The sheet refuses training-only strategies for
+            inference and device-map under an engine that does not use accelerate's placement.)
     """
     one = Fraction(1)
     if strategy == "single" or gpus == 1:
         return Share(1, strategy, 1, one, one, concurrency, "one GPU holds everything")
-    if strategy in ("zero2", "fsdp"):
-        raise SheetError(f"'{strategy}' shards training state; for inference choose "
-                         "tensor-parallel, device-map or ddp", field="placement.strategy",
-                         value=strategy)
     if strategy == "ddp":
         seqs = -(-concurrency // gpus)
         return Share(gpus, strategy, 1, one, one, seqs,
@@ -82,7 +94,7 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
     if strategy == "tensor-parallel":
         if facts is not None:
             _check_tp_split(facts, gpus)
-        if engine == "transformers" and facts is not None:
+        if rule.tp_replicated_embedding and facts is not None:
             # transformers' base_model_tp_plan shards the decoder linears and lm_head but has no
             # entry for embed_tokens: every rank keeps the whole embedding.
             embed = facts.parameters_by_role("embedding")
@@ -95,10 +107,6 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                      f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
                      "replicated, negligible)")
     # device-map: contiguous layer runs
-    if engine == "vllm":
-        raise SheetError("device-map is accelerate's layer placement for transformers; vLLM "
-                         "splits a model with tensor-parallel (or pipeline parallelism, not "
-                         "sized here)", field="placement.strategy", value=strategy)
     if facts is not None and gpus > facts.num_layers:
         raise SheetError(f"device-map places whole decoder layers: {gpus} GPUs for "
                          f"{facts.num_layers} layers would leave GPUs empty; use at most "

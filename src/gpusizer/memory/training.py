@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..errors import SheetError
 from ..formats import FORMATS, weight_format
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
-from ..sheet import Sheet
+from ..sheet import TRAINING_STRATEGIES, Sheet
 from .activations import (TrainedParts, backward_layer_working, layer_activations,
                           logits_bytes)
 from .items import Item
@@ -39,7 +39,6 @@ from .working_memory import forward_working_bytes
 
 __all__ = ["TrainingSummary", "training_items", "TRAINING_STRATEGIES"]
 
-TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
 _ZERO_BUCKET_ELEMENTS = 500_000_000   # DeepSpeed reduce_bucket_size default (5e8 elements)
 _ACT_SOURCE = ("Korthikanti et al. 2022 §4.1, re-derived for transformers' module code "
                "(gpusizer/memory/activations.py)")
@@ -72,23 +71,18 @@ class TrainingSummary:
 
 
 def _check(sheet: Sheet, runs: str) -> None:
-    strategy = sheet.placement.strategy
-    if strategy not in TRAINING_STRATEGIES:
-        raise SheetError(f"training placement {strategy!r} is not sized: use single, ddp, zero2 "
-                         "or fsdp", field="placement.strategy", value=strategy)
+    """The weight format that runs (read from the checkpoint for ``weights: auto``, after the
+    card's rules) against the task; the sheet refuses the rest."""
     if sheet.task == "full" and not weight_format(runs).dense:
         dense = [n for n, r in FORMATS.items() if r.dense]
         raise SheetError(f"full fine-tuning updates every weight: it needs "
                          f"{', '.join(dense[:-1])} or {dense[-1]} weights, not {runs} (use task "
                          "lora or qlora on a quantized base)", field="weights", value=runs)
-    if sheet.task == "qlora" and not weight_format(runs).qlora_base:
+    if sheet.task == "qlora" and sheet.weights == "auto" and not weight_format(runs).qlora_base:
         raise SheetError(f"qlora trains LoRA adapters on a 4-bit bitsandbytes base; the weights "
                          f"run as {runs}: expected weights "
                          f"{' or '.join(n for n, r in FORMATS.items() if r.qlora_base)}",
                          field="weights", value=runs)
-    if sheet.task == "full" and "lora" in sheet.training.model_fields_set:
-        raise SheetError("training.lora applies to task lora or qlora, not full",
-                         field="training.lora", value=sheet.training.lora.model_dump())
 
 
 def _full_tensors(facts: ModelFacts) -> list[TensorShape]:
@@ -148,7 +142,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
         ``(items, notes, summary)``; the weight items are returned re-sized for the placement.
 
     Raises:
-        SheetError: a placement or format this task cannot use; LoRA targets that match nothing.
+        SheetError: a weight format this task cannot train; LoRA targets that match nothing.
     """
     tr = sheet.training
     assert tr is not None
@@ -422,12 +416,6 @@ def _export(sheet: Sheet, facts: ModelFacts, adapters: LoraAdapters | None, runs
     mode = sheet.training.export
     if mode == "none":
         return 0, None
-    if mode in ("adapter", "merged") and adapters is None:
-        raise SheetError(f"export {mode} needs LoRA adapters; full fine-tuning exports 'full'",
-                         field="training.export", value=mode)
-    if mode == "full" and adapters is not None:
-        raise SheetError("export full writes a fully trained model; with LoRA use 'adapter' or "
-                         "'merged'", field="training.export", value=mode)
     if mode == "adapter":
         out = adapters.parameters * p_bytes
         return out, None

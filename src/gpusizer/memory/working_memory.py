@@ -34,7 +34,12 @@ from dataclasses import dataclass
 from ..formats import Matrices, weight_format
 from ..model.facts import ModelFacts
 
-__all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes"]
+__all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes", "WORKING_SOURCE"]
+
+WORKING_SOURCE = ("largest live set in one decoder layer, or final hidden + logits "
+                  "(gpusizer/memory/working_memory.py: transformers LlamaDecoderLayer order; "
+                  "Dao et al. 2022 for no S×S matrix with flash/memory-efficient kernels)")
+"""The source of the prefill and decode working-memory items."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,8 @@ def attention_scores_bytes(*, batch: int, heads: int, q_tokens: int, kv_tokens: 
 
 def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_tokens: int,
                           dtype_bytes: int, kernel: str, logits_positions: int,
-                          logits_fp32_copies: int = 2, tp: int = 1,
-                          engine: str = "transformers", weights_format: str = "bf16"
+                          logits_fp32_copies: int = 2, tp: int = 1, fused_moe: bool = False,
+                          keeps_inputs_embeds: bool = True, weights_format: str = "bf16"
                           ) -> WorkingMemory:
     """Working memory of one forward of ``batch`` sequences of ``q_tokens`` new tokens attending
     to ``kv_tokens`` cached tokens, on one GPU.
@@ -83,8 +88,10 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
         logits_positions: positions whose logits are materialized per sequence.
         logits_fp32_copies: fp32 copies of the kept logits (generate: cast + processed scores).
         tp: tensor-parallel ranks (heads and intermediate widths are split; h is not).
-        engine: ``transformers`` (the embedding output stays referenced by ``inputs_embeds`` for
-            the whole forward; per-expert loop) or ``vllm`` (fused MoE scratch buffers).
+        fused_moe: routed experts run through fused kernels with scratch buffers (vLLM
+            ``fused_moe``) instead of one expert after the other (transformers).
+        keeps_inputs_embeds: the embedding output stays referenced for the whole forward
+            (transformers ``inputs_embeds``). Both are the engine's (``engines.Engine``).
         weights_format: the running weight format (its matmul transient).
 
     Returns:
@@ -123,7 +130,7 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
         mult = 3 if facts.gated_mlp else 2
         shared = t * mult * width * e.num_shared_experts
         k = e.experts_per_token
-        if engine == "vllm":
+        if fused_moe:
             # vLLM fused_moe: intermediate_cache13 of T·k·max(2N, K) values and
             # intermediate_cache2 of T·k·N (vllm/model_executor/layers/fused_moe/fused_moe.py)
             moe = (t * 3 * h * b + t * e.num_experts * 4
@@ -145,7 +152,7 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
     quant = _linear_transient(facts, weights_format, t=t, b=b, tp=tp)
     if quant:
         parts.append(f"{weights_format} matmul transient {quant} B")
-    embeds = t * h * b if engine == "transformers" else 0
+    embeds = t * h * b if keeps_inputs_embeds else 0
     if embeds:
         parts.append(f"inputs_embeds kept for the whole forward {t} × {h} × {b} B")
     layer = max(attn + quant, mlp + quant, moe + quant, norm) + embeds

@@ -6,14 +6,20 @@ import json
 from typing import Any
 
 from .. import __version__
-from ..memory.items import Item, MemoryEstimate, Phase, VllmSplit
+from ..memory.engines import PoolSplit
+from ..memory.fit_rule import FitJudgement
+from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
 from ..pipeline import EstimateResult, PlanResult
 from ..sheet import Sheet
 
-__all__ = ["memory_dict", "model_dict", "estimate_document", "plan_document", "dumps"]
+__all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
+           "dumps", "POOL_ALIAS"]
 
 REGISTRY_NOTE = "gpusizer bundled registry (src/gpusizer/data/registry), version " + __version__
+POOL_ALIAS = "vllm"
+"""The pool block's former key (CONTRACT.md): the same content as ``pool``, until
+``schema_version`` 3."""
 
 
 def _item(it: Item) -> dict[str, Any]:
@@ -33,15 +39,25 @@ def _phase(p: Phase) -> dict[str, Any]:
             "unknown_items": list(p.unknown_items)}
 
 
-def _vllm(v: VllmSplit | None) -> dict[str, Any] | None:
+def pool_dict(v: PoolSplit | None) -> dict[str, Any] | None:
+    """The ``pool`` block (and its alias ``vllm``): a serving engine's split per GPU, or None."""
     if v is None:
         return None
-    return {"budget_bytes": v.budget_bytes, "kv_cache_bytes": v.kv_cache_bytes,
-            "kv_tokens": v.kv_tokens, "max_concurrency": v.max_concurrency,
-            "total_bytes": v.total_bytes, "total_source": v.total_source,
-            "weights_bytes": v.weights_bytes, "activation_bytes": v.activation_bytes,
-            "non_torch_bytes": v.non_torch_bytes, "block_bytes": v.block_bytes,
-            "kv_blocks": v.kv_blocks, "starts": v.starts, "sequences_held": v.sequences_held}
+    return {"engine": v.engine, "budget_bytes": v.budget_bytes,
+            "kv_cache_bytes": v.kv_cache_bytes, "kv_tokens": v.kv_tokens,
+            "max_concurrency": v.max_concurrency, "total_bytes": v.total_bytes,
+            "total_source": v.total_source, "weights_bytes": v.weights_bytes,
+            "activation_bytes": v.activation_bytes, "non_torch_bytes": v.non_torch_bytes,
+            "block_bytes": v.block_bytes, "kv_blocks": v.kv_blocks, "starts": v.starts,
+            "sequences_held": v.sequences_held, "tokens_per_sequence": v.tokens_per_sequence,
+            "required_sequences": v.required_sequences,
+            "required_kv_bytes": v.required_kv_bytes}
+
+
+def _pool_blocks(v: PoolSplit | None) -> dict[str, Any]:
+    """``pool`` and its alias, with equal content."""
+    block = pool_dict(v)
+    return {"pool": block, POOL_ALIAS: None if block is None else dict(block)}
 
 
 def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
@@ -56,7 +72,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "lower_bound_bytes": est.lower_bound_bytes,
         "lower_bound_covers": est.lower_bound_covers,
         "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
-        "vllm": _vllm(est.vllm), "training": _training(est), "notes": list(est.notes),
+        **_pool_blocks(est.pool), "training": _training(est), "notes": list(est.note_texts),
     }
 
 
@@ -107,8 +123,16 @@ def estimate_document(r: EstimateResult) -> dict[str, Any]:
            "memory": memory_dict(r.estimate), "offers": []}
     if r.fit is not None:
         doc["fit"] = {"state": r.fit.state, "reason": r.fit.reason, "condition": r.fit.condition,
-                      "device_bytes": r.card.device_bytes.value}
+                      "device_bytes": r.card.device_bytes.value, **_fit_keys(r.judgement)}
     return doc
+
+
+def _fit_keys(j: FitJudgement | None) -> dict[str, Any]:
+    """CONTRACT.md's ``estimated_fit`` and ``headroom_bytes`` (``unknown`` / null without a
+    judgement: the card or the estimate is unknown)."""
+    if j is None:
+        return {"estimated_fit": "unknown", "headroom_bytes": None}
+    return {"estimated_fit": j.state, "headroom_bytes": j.headroom_bytes}
 
 
 def plan_document(r: PlanResult) -> dict[str, Any]:
@@ -121,13 +145,14 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "canonical_card": d.card.name if d.card else None, "cards": o.cards,
             "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
             "device_bytes": d.card.device_bytes.value if d.card else None,
+            **_fit_keys(d.fit),
             "spot": o.spot, "card_note": d.card_note,
-            "vllm": _vllm(d.estimate.vllm) if d.estimate else None,
+            **_pool_blocks(d.estimate.pool if d.estimate else None),
             "memory": ({"peak_bytes": d.estimate.peak_bytes,
                         "device_peak_bytes": d.estimate.device_peak_bytes,
                         "lower_bound_bytes": d.estimate.lower_bound_bytes,
                         "weights_format": d.estimate.weights_format,
-                        "notes": list(d.estimate.notes)} if d.estimate else None),
+                        "notes": list(d.estimate.note_texts)} if d.estimate else None),
             "criteria": {k: {"state": c.state, "reason": c.reason, "condition": c.condition,
                              "evidence": list(c.evidence)} for k, c in d.criteria.items()},
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,

@@ -9,11 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..memory.engines import ENGINES
 from ..units import fmt_bytes, fmt_gb, fmt_gib
 
-__all__ = ["Section", "header_lines", "memory_sections", "offer_sections", "STATE_TEXT"]
+__all__ = ["Section", "header_lines", "memory_sections", "offer_sections", "STATE_TEXT",
+           "POOL_TITLE"]
 
 STATE_TEXT = {"acceptable": "acceptable", "to_confirm": "to confirm", "exclude": "exclude"}
+POOL_TITLE = "Engine pool (per GPU)"
 CRITERIA = ("workload", "compatibility", "memory", "quality", "distribution", "budget")
 
 
@@ -42,8 +45,9 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
              + (f", stored {mem['stored_format']}" if mem.get("stored_format") else "") + ")"]
     if s.get("inference"):
         i = s["inference"]
-        cache = "paged (vLLM)" if i["engine"] == "vllm" else i["cache"]
-        attention = "vLLM's FlashAttention backend" if i["engine"] == "vllm" else s["attention"]
+        engine = ENGINES[i["engine"]]
+        cache = engine.describe_cache(i)
+        attention = engine.describe_attention(s["attention"])
         lines.append(f"Lengths: prompt {i['prompt_tokens']} + new {i['new_tokens']} tokens per "
                      f"sequence; concurrency {i['concurrency']} sequences; engine {i['engine']}; "
                      f"KV cache {i['kv_cache_dtype']}, {cache}; attention {attention}")
@@ -60,7 +64,7 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def memory_sections(doc: dict[str, Any]) -> list[Section]:
-    """Summary, items, phases, vLLM split, notes."""
+    """Summary, items, phases, the serving engine's pool split, notes."""
     mem = doc["memory"]
     unit = "GiB per GPU"
     summary = [
@@ -90,22 +94,27 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
                            tuple((p["name"], fmt_gib(p["peak_bytes"]),
                                   fmt_gib(p["device_peak_bytes"]),
                                   ", ".join(p["items"])) for p in mem["phases"])))
-    v = mem.get("vllm")
+    v = mem.get("pool")
     if v:
-        out.append(Section("vLLM pool (per GPU)", ("figure", "value"), (
+        engine = ENGINES[v["engine"]]
+        out.append(Section(POOL_TITLE, ("figure", "value"), (
+            ("engine", engine.label),
             ("device total used", f"{fmt_gib(v['total_bytes'])} GiB ({v['total_source']})"),
-            ("budget = total × gpu_memory_utilization", f"{fmt_gib(v['budget_bytes'])} GiB"),
+            (f"budget = {engine.budget_rule}", f"{fmt_gib(v['budget_bytes'])} GiB"),
             ("weights (incl. rotary cache)", f"{fmt_gib(v['weights_bytes'])} GiB"),
             ("profile-run activation peak", f"{fmt_gib(v['activation_bytes'])} GiB"),
             ("non-PyTorch (known)", f"{fmt_gib(v['non_torch_bytes'])} GiB"),
             ("KV cache", f"{fmt_gib(v['kv_cache_bytes'])} GiB ({_b(v['kv_cache_bytes'])} B)"),
             ("KV blocks / tokens", f"{v['kv_blocks']} blocks / {v['kv_tokens']} tokens"),
             ("maximum concurrency at the required length", f"{v['max_concurrency']}x"),
-            ("vLLM starts", str(v["starts"])))))
+            (f"{engine.label} starts", str(v["starts"])))))
     if doc.get("fit"):
         f = doc["fit"]
+        headroom = f.get("headroom_bytes")
         out.append(Section("Fit against the card", lines=(
             f"memory: {STATE_TEXT[f['state']]} — {f['reason']}",
+            f"estimated fit: {f.get('estimated_fit', 'unknown').replace('_', ' ')}"
+            + ("" if headroom is None else f"; headroom {fmt_bytes(headroom)} per GPU"),
             *( [f"condition: {f['condition']}"] if f.get("condition") else []))))
     if mem["notes"]:
         out.append(Section("Rules applied and what lies outside the calculation",

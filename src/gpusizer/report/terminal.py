@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sections import header_lines, memory_sections, offer_sections
+from .sections import POOL_TITLE, header_lines, memory_sections, offer_sections
 
 __all__ = ["print_terminal"]
 
-_SHOWN = ("Memory per GPU", "Phase peaks", "vLLM pool (per GPU)", "Offers", "Fit against the card",
+_SHOWN = ("Memory per GPU", "Phase peaks", POOL_TITLE, "Offers", "Fit against the card",
           "What could invalidate this conclusion")
 
 

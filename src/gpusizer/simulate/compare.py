@@ -9,12 +9,12 @@ estimated.
 
 from __future__ import annotations
 
-from ..memory.items import MemoryEstimate
+from ..memory.items import ItemName, MemoryEstimate
 
 __all__ = ["ITEM_MAPPING", "compare_estimates"]
 
-ITEM_MAPPING: dict[str, tuple[str, ...]] = {
-    "weights": ("weights", "master_weights", "prepare_kbit_upcast"),
+ITEM_MAPPING: dict[ItemName, tuple[ItemName, ...]] = {
+    "weights": ("weights", "prepare_kbit_upcast"),
     "quantization_metadata": ("quantization_metadata",),
     "lora_adapters": ("lora_adapters",),
     "buffers": ("rotary_cache",),

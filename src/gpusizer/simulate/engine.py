@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..catalog.types import Card
 from ..formats import FORMATS, weight_format
+from ..memory.engines import ENGINES
 from ..memory.estimate import estimate_memory, plan_weights, sheet_quant_params
-from ..memory.items import Item, MemoryEstimate, phase_peaks
+from ..memory.items import Item, ItemName, MemoryEstimate, Note
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .errors import SimulationError, UnsupportedBySimulation
@@ -33,7 +34,7 @@ NOT_SEEN = (
 )
 """What a fake-tensor run cannot see; listed on every output."""
 
-CATEGORY_ITEMS = {
+CATEGORY_ITEMS: dict[str, ItemName] = {
     "parameters": "weights", "quantization_metadata": "quantization_metadata",
     "lora_adapters": "lora_adapters", "buffers": "buffers",
     "gradients": "gradients", "optimizer_states": "optimizer_states", "kv_cache": "kv_cache",
@@ -41,7 +42,7 @@ CATEGORY_ITEMS = {
 }
 """Tracker category → item name in the output."""
 
-_ITEM_SOURCE = {
+_ITEM_SOURCE: dict[ItemName, str] = {
     "weights": "parameters the transformers model class instantiates, in the running dtype",
     "quantization_metadata": "metadata of the quantized layers at their stored sizes: absmax "
                              "(bitsandbytes 4-bit, nested when double quantized), SCB (int8), "
@@ -56,8 +57,12 @@ _ITEM_SOURCE = {
     "temporaries": "tensors made and freed within the phase, live at its peak",
 }
 
-CARRIED_ITEMS = ("cuda_context", "cublas_workspace", "nccl_buffers", "allocator_slack")
+CARRIED_ITEMS: tuple[ItemName, ...] = ("cuda_context", "cublas_workspace", "nccl_buffers",
+                                       "allocator_slack")
 """estimate items the simulation cannot see, carried over with their own provenance."""
+
+_LOWER_BOUND_ITEMS: tuple[ItemName, ...] = ("weights", "lora_adapters", "kv_cache")
+"""What the simulated lower bound sums (at the end of decode, or at the optimizer step)."""
 
 LAID_OUT = ("nf4", "fp4", "int8", "fp8", "gptq-int4", "awq-int4")
 """Quantized formats the simulation lays out at their stored sizes: ``quantized.FORMATS``
@@ -128,10 +133,10 @@ def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None 
             f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
             "tensors the simulation does not lay out; expected a model without routed experts "
             "(use gpusizer estimate)", field="weights", value=sheet.weights)
-    if sheet.inference is not None and sheet.inference.engine != "transformers":
-        raise UnsupportedBySimulation("only engine transformers is simulated (vLLM's pool is "
-                                      "sized by estimate)", field="inference.engine",
-                                      value=sheet.inference.engine)
+    engine = ENGINES[sheet.inference.engine] if sheet.inference is not None else None
+    if engine is not None and not engine.simulate_supported:
+        raise UnsupportedBySimulation(engine.simulate_refusal, field="inference.engine",
+                                      value=engine.name)
     if sheet.inference is not None and sheet.inference.kv_cache_dtype not in ("auto",):
         raise UnsupportedBySimulation("the KV cache is simulated in the compute dtype only "
                                       "(expected auto)", field="inference.kv_cache_dtype",
@@ -219,24 +224,24 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                                 it.formula, it.unknown_reason, it.non_torch,
                                 {k: v for k, v in it.phase_bytes.items() if k in names}))
     all_items = tuple(items + carried)
-    phases = phase_peaks(all_items, tuple(names))
-    peak = None if any(p.peak_bytes is None for p in phases) else max(p.peak_bytes for p in phases)
-    device_peak = (None if any(p.device_peak_bytes is None for p in phases)
-                   else max(p.device_peak_bytes for p in phases))
-    live_items = [it for it in all_items if it.phases]
-    envelope = (None if any(it.bytes is None for it in live_items)
-                else sum(it.bytes for it in live_items))
     weights_bytes = next((p.by_category.get("parameters", 0) + p.by_category.get(
         "lora_adapters", 0) for p in run.phases if p.name == "load"), 0)
-    kv = max((p.by_category.get("kv_cache", 0) for p in run.phases), default=0)
-    notes = list(run.notes)
+    notes = [Note("simulation", n) for n in run.notes]
     if sheet.task != "inference":
-        notes.append("export is not simulated (it reads weights, which a fake run does not have)")
-    notes.append("not seen by the simulation: " + "; ".join(NOT_SEEN))
-    mem = MemoryEstimate(weights_bytes, sheet.reserve, weights_bytes + sheet.reserve, peak,
-                         device_peak, envelope, weights_bytes + kv, all_items, phases, None,
-                         tuple(notes), card.name if card else None, 1, plan.runs, plan.stored)
+        notes.append(Note("not_simulated", "export is not simulated (it reads weights, which a "
+                          "fake run does not have)"))
+    notes.append(Note("not_simulated", "not seen by the simulation: " + "; ".join(NOT_SEEN)))
+    mem = MemoryEstimate(
+        weights_bytes=weights_bytes, reserve_bytes=sheet.reserve, items=all_items,
+        phase_names=tuple(names),
+        # parameters, LoRA adapters and the KV cache; estimate's bound also counts metadata,
+        # gradients and optimizer states
+        lower_bound_items=tuple(it for it in items if it.name in _LOWER_BOUND_ITEMS),
+        lower_bound_phase="decode" if sheet.task == "inference" else "optimizer_step",
+        notes=tuple(notes),
+        card=card.name if card else None, gpus=1, weights_format=plan.runs,
+        stored_format=plan.stored)
     from .compare import compare_estimates
     return SimulationResult(sheet, facts, card, mem, est, compare_estimates(mem, est),
                             run.attention, cc_info, where, run.seconds, tracked,
-                            run.trainable_parameters, _versions(), notes)
+                            run.trainable_parameters, _versions(), list(mem.note_texts))

@@ -8,7 +8,7 @@ __all__ = ["SimulationError", "SimulateExtraMissing", "UnsupportedBySimulation"]
 
 
 class SimulationError(SheetError):
-    """The sheet asks for something the simulation cannot run (exit 2: fix the input)."""
+    """The sheet asks for something the simulation cannot run (an input error: fix the input)."""
 
 
 class UnsupportedBySimulation(SheetError):
@@ -17,5 +17,3 @@ class UnsupportedBySimulation(SheetError):
 
 class SimulateExtraMissing(GpusizerError, ImportError):
     """torch / transformers / peft are not installed: ``pip install gpusizer[simulate]``."""
-
-    exit_code = 1

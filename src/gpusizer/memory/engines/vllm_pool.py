@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 
-from ..model.facts import ModelFacts
-from .items import VllmSplit
-from .kv_cache import KvLayout
-from .working_memory import forward_working_bytes
+from ...model.facts import ModelFacts
+from ..kv_cache import KvLayout, kv_bytes
+from ..working_memory import forward_working_bytes
+from .base import PoolSplit
 
 # Families with learned absolute position embeddings (no rotary cache).
 _LEARNED_POSITIONS = frozenset({"gpt2"})
@@ -50,7 +50,8 @@ def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
     wm = forward_working_bytes(facts, batch=1, q_tokens=max_num_batched_tokens,
                                kv_tokens=max_num_batched_tokens, dtype_bytes=dtype_bytes,
                                kernel="flash", logits_positions=0, logits_fp32_copies=0, tp=tp,
-                               engine="vllm", weights_format=weights_format)
+                               fused_moe=True, keeps_inputs_embeds=False,  # VllmEngine's
+                               weights_format=weights_format)
     sampler = seqs * facts.vocab_size * (dtype_bytes + 4 + 4)
     tail = max_num_batched_tokens * 2 * facts.hidden_size * dtype_bytes + sampler
     total = max(wm.layer_bytes, tail)
@@ -62,7 +63,7 @@ def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
 
 def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weights_bytes: int,
                activation_bytes: int, non_torch_bytes: int | None, layout: KvLayout,
-               block_size: int, tokens_per_sequence: int) -> VllmSplit:
+               block_size: int, tokens_per_sequence: int, sequences: int = 1) -> PoolSplit:
     """Split one GPU's vLLM pool.
 
     Args:
@@ -75,9 +76,10 @@ def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weigh
         layout: KV bytes per token on this GPU.
         block_size: tokens per block.
         tokens_per_sequence: ``max_model_len`` the workload needs (prompt + new tokens).
+        sequences: sequences of that length this GPU must hold at once.
 
     Returns:
-        A :class:`VllmSplit`.
+        A :class:`~gpusizer.memory.engines.base.PoolSplit` of engine ``vllm``.
     """
     budget = int(total_bytes * utilization)
     block_bytes = layout.tokens_bytes(block_size, round_to=block_size)
@@ -100,11 +102,16 @@ def vllm_split(*, total_bytes: int, total_source: str, utilization: float, weigh
         concurrency = tokens / tokens_per_sequence
         starts = tokens >= tokens_per_sequence
         held = blocks // (per_seq_full // block_size)
-    return VllmSplit(total_bytes=total_bytes, total_source=total_source, budget_bytes=budget,
+    return PoolSplit(engine="vllm", total_bytes=total_bytes, total_source=total_source,
+                     budget_bytes=budget,
                      weights_bytes=weights_bytes, activation_bytes=activation_bytes,
                      non_torch_bytes=non_torch_bytes, kv_cache_bytes=kv, block_bytes=block_bytes,
                      kv_blocks=blocks, kv_tokens=tokens,
                      # floored to 0.01 so 7.995 never reads as 8.0
                      max_concurrency=None if concurrency is None else
                      math.floor(max(0.0, concurrency) * 100) / 100,
-                     starts=starts, sequences_held=held)
+                     starts=starts, sequences_held=held,
+                     tokens_per_sequence=tokens_per_sequence, required_sequences=sequences,
+                     required_kv_bytes=kv_bytes(layout, tokens=tokens_per_sequence,
+                                                sequences=sequences, round_to=block_size))
+

@@ -1,0 +1,190 @@
+"""vLLM (V1) as an engine: paged KV blocks, a profile run, and the pool it takes at start.
+
+The formulas of the split (budget, profile-run activations, rotary cache, KV blocks) are in
+``vllm_pool.py``; this module holds the rules the memory stage asks an engine for
+(``base.Engine``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...sheet import ENGINE_SHEET_RULES
+from ...model.facts import ModelFacts
+from ...units import fmt_bytes
+from ..items import Item
+from ..kv_cache import KvLayout, kv_bytes, kv_layout
+from ..placement import PlacementRule
+from ..weights import DTYPE_BYTES
+from ..working_memory import WORKING_SOURCE
+from .base import EngineBase, PoolCondition, PoolSplit
+from .vllm_pool import profile_activation_bytes, rotary_cache_bytes, vllm_split
+
+if TYPE_CHECKING:
+    from ...catalog.types import Card
+    from ...sheet import Inference
+    from ..placement import Share
+
+__all__ = ["VLLM", "VllmEngine"]
+
+
+class VllmEngine(EngineBase):
+    """vLLM (V1) serving one model: paged KV blocks, a profile run, a pool taken at start."""
+
+    name = "vllm"
+    label = "vLLM"
+    KEYS = ENGINE_SHEET_RULES["vllm"].keys
+    simulate_refusal: str | None = ("only engine transformers is simulated (vLLM's pool is "
+                                    "sized by estimate)")
+    measure_refusal: str | None = ("the harness runs transformers; measure vLLM from its own "
+                                   "start-up log (gpusizer estimate --card gives its split)")
+    placement = PlacementRule(tp_replicated_embedding=False)
+    fused_moe = True
+    keeps_inputs_embeds = False
+    budget_rule = "total × gpu_memory_utilization"
+    """How the budget is derived, in the report's words."""
+    pool_peak_note = ("vLLM: peak_bytes and device_peak_bytes are vLLM's budget (total × "
+                      "gpu_memory_utilization), which holds weights, the KV pool, the activation "
+                      "peak and non-PyTorch memory; the phase rows show the allocated parts")
+    """CONTRACT.md: vLLM takes its whole pool at start, so peak_bytes is the budget."""
+
+    def describe_cache(self, inference: dict[str, Any]) -> str:
+        return "paged (vLLM)"
+
+    def describe_attention(self, attention: str) -> str:
+        return "vLLM's FlashAttention backend"
+
+    def notes(self, inference: Inference) -> list[str]:
+        return []
+
+    def kv_layout(self, facts: ModelFacts, *, dtype_bytes: int, tp: int) -> KvLayout:
+        """MLA caches only the latent (``MLAAttention``); otherwise K and V per KV head."""
+        return kv_layout(facts, dtype_bytes=dtype_bytes, mla_latent=True, tp=tp)
+
+    def kv_block_tokens(self, inference: Inference) -> int:
+        return inference.block_size
+
+    def prompt_kv_bytes(self, layout: KvLayout, *, tokens: int, sequences: int,
+                        block_tokens: int) -> int:
+        return kv_bytes(layout, tokens=tokens, sequences=sequences, round_to=block_tokens)
+
+    def kv_static(self, inference: Inference) -> bool:
+        return False
+
+    def attention_kernel(self, card_kernel: str) -> str:
+        return "flash"
+
+    def prefill_working(self, facts: ModelFacts, *, inference: Inference, share: Share,
+                        dtype_bytes: int, kernel: str, weights_format: str) -> Item:
+        """vLLM schedules at most max_num_batched_tokens per step (chunked prefill), so the
+        prefill working set is the profile run's (vLLM sizes its pool on exactly that run)."""
+        act, act_text = profile_activation_bytes(
+            facts, max_num_batched_tokens=inference.max_num_batched_tokens,
+            max_num_seqs=inference.max_num_seqs, dtype_bytes=dtype_bytes, tp=share.tp,
+            weights_format=weights_format)
+        return Item("prefill_working", act, "estimated", ("prefill",),
+                    WORKING_SOURCE + "; vLLM profile run (Worker.determine_available_memory)",
+                    "vLLM profile run: " + act_text)
+
+    def decode_transients(self, facts: ModelFacts, *, inference: Inference, kv_bytes: int,
+                          layer_fraction: Any) -> list[Item]:
+        return []
+
+    def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
+             compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
+             sequences: int) -> tuple[PoolSplit | None, list[str]]:
+        """vLLM's pool split on ``card`` (None without a card) and the notes on it."""
+        notes = []
+        if card is None:
+            notes.append("engine vllm without a card: vLLM's pool split (budget, KV blocks, "
+                         "maximum concurrency) needs --card")
+            return None, notes
+        rope = rotary_cache_bytes(facts, DTYPE_BYTES[compute_dtype])
+        # the prefill item of a vLLM sheet is the profile run's activation peak (prefill_working)
+        profile = next(it for it in items if it.name == "prefill_working")
+        non_torch = [it for it in items
+                     if it.non_torch and it.phases and it.name != "allocator_slack"]
+        unknown = [it.name for it in non_torch if it.bytes is None]
+        nt = sum(it.bytes for it in non_torch if it.bytes is not None)
+        cuda_total = card.cuda_total_bytes.value
+        if cuda_total:
+            total = int(cuda_total)
+            src = f"CUDA-visible total from the card table ({card.cuda_total_bytes.source})"
+        else:
+            total = int(card.device_bytes.value)
+            src = ("nvidia-smi total from the card table (the CUDA-visible total, which vLLM "
+                   "uses, is not known for this card and is usually a few hundred MiB lower)")
+        split = vllm_split(total_bytes=total, total_source=src,
+                           utilization=inference.gpu_memory_utilization,
+                           weights_bytes=weights_bytes + rope, activation_bytes=profile.bytes,
+                           non_torch_bytes=nt, layout=layout, block_size=inference.block_size,
+                           tokens_per_sequence=inference.tokens_per_sequence,
+                           sequences=sequences)
+        notes.append(f"{profile.formula}; rotary cos/sin cache {rope} B")
+        if unknown:
+            notes.append("vLLM KV figures are upper bounds: non-PyTorch items of unknown size ("
+                         + ", ".join(unknown) + ") are not subtracted")
+        notes.append("CUDA graph capture memory is not in this split (recent vLLM versions "
+                     "subtract an estimate of it from the KV pool, older ones allocate it after): "
+                     "measure it, or run with enforce_eager")
+        notes.append("vLLM takes its memory baseline after creating the CUDA context, so only the "
+                     "non-PyTorch memory that appears later (logged 0.25-0.35 GiB on RTX "
+                     "3090/4090) is inside its budget; gpusizer subtracts its whole declared CUDA "
+                     "context there, which understates the KV pool by up to a few hundred MiB")
+        context = sum(it.bytes or 0 for it in non_torch if it.name == "cuda_context")
+        requested = split.budget_bytes
+        if requested > total - context:
+            notes.append(f"gpu_memory_utilization {inference.gpu_memory_utilization} requests "
+                         f"{requested} B but only about {total - context} B are free after the "
+                         "CUDA context: vLLM V1 refuses to start when free memory at start-up is "
+                         "below the request (lower gpu_memory_utilization)")
+        return split, notes
+
+    def pool_items(self, items: list[Item], pool: PoolSplit, *, facts: ModelFacts,
+                   compute_dtype: str, kv_needed: int) -> list[Item]:
+        """With a card, vLLM preallocates its whole KV pool at start: the ``kv_cache`` item
+        becomes the pool (live from load), and the rotary cos/sin cache is an item of its own."""
+        out = []
+        for it in items:
+            if it.name == "kv_cache":
+                size = max(0, pool.kv_blocks * pool.block_bytes)
+                out.append(Item("kv_cache", size, "estimated", ("load", "prefill", "decode"),
+                                it.source + "; vLLM preallocates the whole pool at start "
+                                "(Worker.determine_available_memory)",
+                                f"pool {pool.kv_blocks} blocks × {pool.block_bytes} B = "
+                                f"{pool.kv_tokens} tokens (max concurrency "
+                                f"{pool.max_concurrency}); the workload needs {kv_needed} B: "
+                                f"{it.formula}"))
+            else:
+                out.append(it)
+        rope = pool.weights_bytes - sum(i.bytes for i in items
+                                        if i.name in ("weights", "quantization_metadata"))
+        if rope:
+            out.insert(1, Item("rotary_cache", rope, "estimated", ("load", "prefill", "decode"),
+                               "vLLM RotaryEmbedding._compute_cos_sin_cache: "
+                               "max_position_embeddings × rotary_dim values in the model dtype",
+                               f"{facts.context_window_tokens} positions × rotary dim × "
+                               f"{DTYPE_BYTES[compute_dtype]} B = {rope} B"))
+        return out
+
+    def pool_condition(self, pool: PoolSplit) -> PoolCondition:
+        """vLLM refuses to start when the weights exceed its budget or the pool holds less than
+        one sequence of ``max_model_len`` tokens; it serves the workload without queueing when
+        the pool holds every required sequence at once."""
+        if pool.weights_bytes > pool.budget_bytes:
+            return PoolCondition(False, False, f"vLLM: weights {fmt_bytes(pool.weights_bytes)} "
+                                 f"exceed the budget {fmt_bytes(pool.budget_bytes)}")
+        if pool.starts is False:
+            return PoolCondition(False, False, f"vLLM: {pool.kv_tokens} KV tokens < one sequence "
+                                 f"of {pool.tokens_per_sequence} tokens: vLLM refuses to start")
+        need = pool.required_sequences
+        holds = pool.sequences_held is not None and pool.sequences_held >= need
+        return PoolCondition(True, holds, (
+            f"vLLM pool {fmt_bytes(pool.budget_bytes)} per GPU leaves a KV cache of "
+            f"{fmt_bytes(pool.kv_cache_bytes)} = {pool.kv_tokens} tokens: it holds "
+            f"{pool.sequences_held} whole sequence(s) of {pool.tokens_per_sequence} tokens (max "
+            f"concurrency {pool.max_concurrency}) {'>=' if holds else '<'} {need} required"
+            + ("" if holds else " (the rest would queue)")))
+
+
+VLLM = VllmEngine()

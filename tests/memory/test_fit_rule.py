@@ -1,0 +1,171 @@
+"""The one fit rule (``memory.fit_rule.judge_fit``) on hand-made estimates, each branch with its
+arithmetic, then through the CLI (CONTRACT.md ``estimated_fit`` / ``headroom_bytes``)."""
+
+from __future__ import annotations
+
+from gpusizer.memory.engines import PoolSplit
+from gpusizer.memory.fit_rule import judge_fit
+from gpusizer.memory.items import INFERENCE_PHASES, Item, MemoryEstimate
+
+from ..conftest import cli_json
+
+DEVICE, MARGIN = 1000, 50
+ALL = INFERENCE_PHASES
+
+
+def _item(name: str, size: int | None, phases=ALL, non_torch: bool = False) -> Item:
+    return Item(name, size, "estimated", phases, "hand-made", non_torch=non_torch,
+                unknown_reason=None if size is not None else "hand-made unknown")
+
+
+def _estimate(items: list[Item], *, lower: int, pool: PoolSplit | None = None,
+              phases: tuple[str, ...] = ALL) -> MemoryEstimate:
+    """An estimate made as estimate_memory makes one (``MemoryEstimate`` derives the phases and
+    peaks); ``lower`` is the certain lower bound the test expects: weights + KV cache."""
+    weights = sum(it.bytes or 0 for it in items if it.name == "weights")
+    est = MemoryEstimate(weights_bytes=weights, reserve_bytes=0, items=tuple(items),
+                         phase_names=phases,
+                         lower_bound_items=tuple(it for it in items
+                                                 if it.name in ("weights", "kv_cache")),
+                         lower_bound_phase="decode" if phases else "load", pool=pool)
+    assert est.lower_bound_bytes == lower
+    return est
+
+
+def _serving(kv: int, *, held: int, kv_cache_bytes: int = 300, weights: int = 500,
+             budget: int = 900, starts: bool = True) -> tuple[list[Item], PoolSplit]:
+    return [_item("weights", weights), _item("kv_cache", kv, ("prefill", "decode"))], \
+        PoolSplit(engine="vllm", total_bytes=DEVICE, total_source="hand-made",
+                  budget_bytes=budget, weights_bytes=weights, activation_bytes=50,
+                  non_torch_bytes=50, kv_cache_bytes=kv_cache_bytes, block_bytes=10,
+                  kv_blocks=kv_cache_bytes // 10, kv_tokens=kv_cache_bytes // 10 * 16,
+                  max_concurrency=held + 0.5, starts=starts, sequences_held=held,
+                  tokens_per_sequence=32, required_sequences=2, required_kv_bytes=200)
+
+
+def judge(est: MemoryEstimate):
+    return judge_fit(est, device_bytes=DEVICE, margin_bytes=MARGIN)
+
+
+def test_fits_when_device_peak_plus_margin_is_within_the_device():
+    # decode: weights 600 + KV 200 + CUDA context 100 = 900; 900 + 50 <= 1000
+    est = _estimate([_item("weights", 600), _item("kv_cache", 200, ("decode",)),
+                     _item("cuda_context", 100, non_torch=True)], lower=800)
+    j = judge(est)
+    assert (j.state, j.certain, j.headroom_bytes) == ("fits", False, 1000 - 50 - 900)
+    assert (j.device_bytes, j.margin_bytes) == (1000, 50)
+
+
+def test_an_estimated_overflow_is_not_certain():
+    # 600 + 300 + 100 = 1000; 1000 + 50 > 1000, but weights + KV = 900 <= 1000
+    est = _estimate([_item("weights", 600), _item("kv_cache", 300, ("decode",)),
+                     _item("cuda_context", 100, non_torch=True)], lower=900)
+    j = judge(est)
+    assert (j.state, j.certain, j.headroom_bytes) == ("does_not_fit", False, -50)
+
+
+def test_a_lower_bound_beyond_the_device_is_a_certain_overflow():
+    # weights 700 + KV 400 = 1100 > 1000 (no margin needed); headroom 1000 − 50 − 1200 = −250
+    est = _estimate([_item("weights", 700), _item("kv_cache", 400, ("decode",)),
+                     _item("cuda_context", 100, non_torch=True)], lower=1100)
+    j = judge(est)
+    assert (j.state, j.certain, j.headroom_bytes) == ("does_not_fit", True, -250)
+    assert "a certain lower bound" in j.reason
+
+
+def test_an_unknown_item_makes_the_judgement_unknown():
+    # known part 600 + 200 + 100 = 900; 900 + 50 <= 1000, NCCL unknown
+    est = _estimate([_item("weights", 600), _item("kv_cache", 200, ("decode",)),
+                     _item("cuda_context", 100, non_torch=True),
+                     _item("nccl_buffers", None, non_torch=True)], lower=800)
+    j = judge(est)
+    assert (j.state, j.certain, j.headroom_bytes) == ("unknown", False, None)
+    assert j.unknown_items == ("nccl_buffers",)
+
+
+def test_unknown_but_the_known_part_alone_already_does_not_fit():
+    # known part 600 + 280 + 100 = 980; 980 + 50 > 1000: does_not_fit whatever NCCL takes
+    est = _estimate([_item("weights", 600), _item("kv_cache", 280, ("decode",)),
+                     _item("cuda_context", 100, non_torch=True),
+                     _item("nccl_buffers", None, non_torch=True)], lower=880)
+    j = judge(est)
+    assert (j.state, j.certain, j.headroom_bytes) == ("does_not_fit", False, 1000 - 50 - 980)
+
+
+def test_weights_only_is_unknown_unless_the_weights_alone_do_not_fit():
+    only = _estimate([_item("weights", 600, ("load",))], lower=600, phases=())
+    assert judge(only).state == "unknown" and judge(only).headroom_bytes is None
+    heavy = _estimate([_item("weights", 980, ("load",))], lower=980, phases=())
+    assert (judge(heavy).state, judge(heavy).certain) == ("does_not_fit", False)  # 980 + 50
+    over = _estimate([_item("weights", 1100, ("load",))], lower=1100, phases=())
+    assert (judge(over).state, judge(over).certain) == ("does_not_fit", True)
+
+
+def test_a_pool_that_holds_the_sequences_fits_with_its_kv_headroom():
+    # 3 whole sequences held >= 2 required; headroom = pool KV 300 − needed 200 = 100
+    items, pool = _serving(200, held=3)
+    j = judge(_estimate(items, lower=700, pool=pool))
+    assert (j.state, j.certain, j.headroom_bytes) == ("fits", False, 100)
+    assert ">= 2 required" in j.reason
+
+
+def test_a_pool_that_holds_fewer_sequences_does_not_fit_but_starts():
+    # 1 whole sequence held < 2 required: the rest would queue (not certain: it starts)
+    items, pool = _serving(200, held=1, kv_cache_bytes=150)
+    j = judge(_estimate(items, lower=700, pool=pool))
+    assert (j.state, j.certain, j.headroom_bytes) == ("does_not_fit", False, 150 - 200)
+    assert "(the rest would queue)" in j.reason
+
+
+def test_a_pool_that_refuses_to_start_is_a_certain_overflow():
+    items, pool = _serving(200, held=0, kv_cache_bytes=5, starts=False)
+    j = judge(_estimate(items, lower=700, pool=pool))
+    assert (j.state, j.certain, j.headroom_bytes) == ("does_not_fit", True, 5 - 200)
+    assert "refuses to start" in j.reason
+    items, pool = _serving(200, held=0, kv_cache_bytes=-100, weights=950, starts=False)
+    j = judge(_estimate(items, lower=1150, pool=pool))
+    assert (j.state, j.certain) == ("does_not_fit", True) and "exceed the budget" in j.reason
+
+
+def test_a_pool_with_an_unknown_item_is_unknown_or_does_not_fit():
+    items, pool = _serving(200, held=3)
+    items.append(_item("nccl_buffers", None, non_torch=True))
+    j = judge(_estimate(items, lower=700, pool=pool))
+    assert (j.state, j.headroom_bytes) == ("unknown", None) and "upper bound" in j.reason
+    items, pool = _serving(200, held=1, kv_cache_bytes=150)
+    items.append(_item("nccl_buffers", None, non_torch=True))
+    assert judge(_estimate(items, lower=700, pool=pool)).state == "does_not_fit"
+
+
+def test_estimate_card_json_gives_estimated_fit_and_headroom():
+    doc = cli_json("estimate", "examples/llama-3.1-8b-serving.yaml", "--card", "H100 SXM")
+    f, mem = doc["fit"], doc["memory"]
+    device = f["device_bytes"]
+    margin = -(-5 * device // 100)  # the sheet's default margin: 5 % rounded up to whole bytes
+    assert f["estimated_fit"] == "fits"
+    assert f["headroom_bytes"] == device - margin - mem["device_peak_bytes"]
+
+
+def test_a_serving_engines_headroom_is_its_kv_pool_minus_the_required_kv():
+    doc = cli_json("estimate", "examples/validation/vllm10517-llama31-8b-rtx3090.yaml",
+                   "--card", "NVIDIA GeForce RTX 3090")
+    pool = doc["memory"]["pool"]
+    assert doc["fit"]["estimated_fit"] == "fits"  # 1 whole 20000-token sequence >= 1 required
+    assert doc["fit"]["headroom_bytes"] == pool["kv_cache_bytes"] - 20000 * 131072
+
+
+def test_offers_carry_the_judgement_and_rank_on_its_headroom():
+    doc = cli_json("plan", "examples/llama-3.1-8b-serving.yaml")
+    for o in doc["offers"]:
+        assert o["estimated_fit"] in ("fits", "does_not_fit", "unknown")
+        if o["device_bytes"] is None:
+            assert (o["estimated_fit"], o["headroom_bytes"]) == ("unknown", None)
+            continue
+        margin = -(-5 * o["device_bytes"] // 100)
+        peak = o["memory"]["device_peak_bytes"]
+        assert o["headroom_bytes"] == o["device_bytes"] - margin - peak
+        assert (o["estimated_fit"] == "fits") == (o["headroom_bytes"] >= 0)
+    ranked = sorted((o for o in doc["offers"] if o["provisional_rank"]),
+                    key=lambda o: o["provisional_rank"])
+    heads = [o["headroom_bytes"] for o in ranked if o["headroom_bytes"] is not None]
+    assert heads == sorted(heads, reverse=True)  # provisional rank: larger headroom first
