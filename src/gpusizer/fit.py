@@ -83,7 +83,7 @@ def fit_inference(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
         return sheet.model_copy(update={"inference": inf.model_copy(update=kw)})
 
     conc = largest_fitting(1, 1 << 16, lambda c: fits(with_inf(concurrency=c)))
-    window = facts.context_window_tokens or (1 << 22)
+    window = facts.architecture.context_window_tokens or (1 << 22)
     max_prompt = window - inf.new_tokens
     prompt = None if max_prompt < 1 else largest_fitting(1, max_prompt,
                                                    lambda p: fits(with_inf(prompt_tokens=p)))
@@ -120,7 +120,7 @@ def fit_training(sheet: Sheet, card: Card, *, base_dir=None) -> FitAnswer:
         return sheet.model_copy(update={"training": tr.model_copy(update=kw)})
 
     mb = largest_fitting(1, 1 << 14, lambda m: fits(with_tr(microbatch=m)))
-    window = facts.context_window_tokens or (1 << 22)
+    window = facts.architecture.context_window_tokens or (1 << 22)
     seq = largest_fitting(1, window, lambda s: fits(with_tr(sequence_length=s)))
     answers = {
         "largest microbatch at the required sequence_length": mb,

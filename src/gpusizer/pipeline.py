@@ -203,15 +203,16 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None
     bd = weight_breakdown(facts, fmt, compute_dtype="bf16",
                           quant=sheet_quant_params(sheet, facts, fmt))
     total, how = bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
-    extra = facts.unloaded_checkpoint_layers
+    arch = facts.architecture
+    extra = arch.unloaded_checkpoint_layers
     if extra:
         # one more decoder layer per unloaded layer: the routed experts of an average MoE layer
         # plus the average rest of a layer, at the stored format's bytes per parameter
-        per_param = Fraction(total, facts.total_parameters)
-        experts = facts.parameters_by_role("expert_linear")
-        body = facts.total_parameters - experts - facts.parameters_by_role("embedding", "lm_head")
-        moe_layers = facts.moe.moe_layers if facts.moe and facts.moe.moe_layers else 1
-        layer = Fraction(experts, moe_layers) + Fraction(body, facts.num_layers)
+        per_param = Fraction(total, arch.total_parameters)
+        experts = arch.parameters_by_role("expert_linear")
+        body = arch.total_parameters - experts - arch.parameters_by_role("embedding", "lm_head")
+        moe_layers = arch.moe.moe_layers if arch.moe and arch.moe.moe_layers else 1
+        layer = Fraction(experts, moe_layers) + Fraction(body, arch.num_layers)
         total += int(extra * layer * per_param)
         how += (f" + {extra} layer(s) the checkpoint stores but transformers does not load "
                 "(≈ one average MoE decoder layer each; a lower bound)")

@@ -161,7 +161,7 @@ def test_deepseek_r1_keeps_attention_in_bf16_as_its_exclude_list_says(tmp_path):
     f = resolve_model(model_id=None, revision=None,
                       path=_folder(tmp_path, "deepseek-ai/DeepSeek-V3", R1_FP4))
     bd = weight_breakdown(f, "nvfp4", compute_dtype="bf16")
-    groups = {g.name: g.count for g in f.params}
+    groups = {g.name: g.count for g in f.architecture.params}
     # self_attn* of all 61 layers stays bf16: MLA attention 11 413 422 080 parameters
     assert groups["attention"] == 11_413_422_080
     packed = groups["mlp"] + groups["experts"] + groups["shared_experts"]

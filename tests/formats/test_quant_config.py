@@ -83,7 +83,7 @@ def test_an_exclusion_list_keeps_the_named_linears_in_16_bit():
     bd = weight_breakdown(f, "fp8", compute_dtype="bf16")
     mlp = 32 * 3 * 4096 * 14336
     assert bd.packed_bytes == mlp  # 1 byte per MLP value
-    assert bd.kept_bytes == (f.total_parameters - mlp) * 2
+    assert bd.kept_bytes == (f.architecture.total_parameters - mlp) * 2
     # one fp32 scale per 128×128 block of the MLP matrices alone
     assert bd.metadata_bytes == 32 * 3 * (4096 // 128) * (14336 // 128) * 4
     assert bd.notes == ()

@@ -78,13 +78,13 @@ def test_simulate_and_measure_refuse_by_the_engines_word():
 
 def test_tensor_parallel_placement_follows_the_engines_embedding_rule():
     f = facts_of("meta-llama/Meta-Llama-3.1-8B")
-    embed = f.parameters_by_role("embedding")  # 128256 × 4096
+    embed = f.architecture.parameters_by_role("embedding")  # 128256 × 4096
     assert embed == 128256 * 4096
     tr = inference_share(f, strategy="tensor-parallel", gpus=2, concurrency=1,
                          rule=TRANSFORMERS.placement)
     # transformers replicates the embedding: (total − embed) / 2 + embed of the total
-    assert tr.weight_fraction == (Fraction(f.total_parameters - embed, 2) + embed) \
-        / f.total_parameters
+    assert tr.weight_fraction == (Fraction(f.architecture.total_parameters - embed, 2) + embed) \
+        / f.architecture.total_parameters
     vl = inference_share(f, strategy="tensor-parallel", gpus=2, concurrency=1,
                          rule=VLLM.placement)
     assert vl.weight_fraction == Fraction(1, 2)  # vocab-parallel: everything split

@@ -98,7 +98,7 @@ def test_placements_per_gpu():
     dm = estimate_memory(sheet(inference=INF, placement={"gpus": 4, "strategy": "device-map"}), f)
     # transformers replicates the embedding (128256 × 8192) on every rank; vLLM splits it
     embed = 128256 * 8192
-    assert tp.weights_bytes == (f.total_parameters - embed) * 2 // 4 + embed * 2
+    assert tp.weights_bytes == (f.architecture.total_parameters - embed) * 2 // 4 + embed * 2
     vllm = estimate_memory(sheet(inference={**INF, "engine": "vllm"},
                                  placement={"gpus": 4, "strategy": "tensor-parallel"}), f)
     assert vllm.weights_bytes == one.weights_bytes // 4
@@ -133,7 +133,7 @@ def test_sliding_layers_hold_the_whole_prompt_at_prefill():
 def test_bitsandbytes_leaves_moe_experts_in_16_bit_under_transformers():
     f = facts_of("Qwen/Qwen3-30B-A3B")
     nf4 = estimate_memory(sheet(weights="nf4", inference=INF), f)
-    experts = f.parameters_by_role("expert_linear")
+    experts = f.architecture.parameters_by_role("expert_linear")
     assert nf4.weights_bytes > experts * 2  # experts stay bf16 (bitsandbytes#1849)
     assert any(n.code == "format_kept_dense" and "bitsandbytes#1849" in n.text
                for n in nf4.notes)

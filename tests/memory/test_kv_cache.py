@@ -30,9 +30,11 @@ def test_fp8_cache_halves_it():
 
 def test_gemma2_sliding_layers_capped_at_window():
     f = facts_of("google/gemma-2-9b")
-    assert (f.full_attention_layers, f.sliding_attention_layers, f.sliding_window) == (21, 21, 4096)
+    arch = f.architecture
+    assert (arch.full_attention_layers, arch.sliding_attention_layers, arch.sliding_window) == \
+        (21, 21, 4096)
     lay = kv_layout(f, dtype_bytes=2)
-    per_layer = 2 * f.num_key_value_heads * f.head_dim * 2
+    per_layer = 2 * f.architecture.num_key_value_heads * f.architecture.head_dim * 2
     assert per_layer == 2 * 8 * 256 * 2
     got = kv_bytes(lay, tokens=8192, sequences=1)
     assert got == 21 * per_layer * 8192 + 21 * per_layer * 4096

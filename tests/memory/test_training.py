@@ -6,6 +6,8 @@ heads of 128, I = 14336, V = 128256, 8030261248 parameters.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpusizer.errors import SheetError
@@ -191,3 +193,33 @@ def test_qlora_on_a_16_bit_checkpoint_is_refused_once_the_format_is_read():
     with pytest.raises(SheetError) as e:
         _est(task="qlora", weights="auto")
     assert e.value.field == "weights" and "expected weights nf4 or fp4" in str(e.value)
+
+
+def _renamed(facts, paths):
+    """The same model under other module names (a family such as MPT calls them ``Wqkv``…):
+    same shapes, same roles, only ``LinearModule.path`` differs."""
+    arch = facts.architecture
+    modules = tuple(replace(m, path=paths.get(m.path, m.path)) for m in arch.modules)
+    return replace(facts, architecture=replace(arch, modules=modules))
+
+
+def test_projections_under_other_names_save_the_same_activations():
+    llama = facts_of(LLAMA)
+    other = _renamed(llama, {"self_attn.q_proj": "attn.Wq", "self_attn.k_proj": "attn.Wk",
+                             "self_attn.v_proj": "attn.Wv", "self_attn.o_proj": "attn.out_proj"})
+    tr = {"sequence_length": 2048, "microbatch": 2}
+    ours = estimate_memory(sheet(task="lora", weights="bf16", training={
+        **tr, "lora": {"rank": 8, "targets": ["q_proj", "v_proj"]}}), llama)
+    theirs = estimate_memory(sheet(task="lora", weights="bf16", training={
+        **tr, "lora": {"rank": 8, "targets": ["Wq", "Wv"]}}), other)
+    t = 2 * 2048
+    # per layer: the two fp32 RMSNorm inputs 2 × 4·T·h and the attention norm's bf16 output
+    # 2·T·h, kept because adapted q and v read it (a rule keyed by the name q_proj misses Wq
+    # and drops these 2·T·h); attention 2·T·(2·4096 + 1024 + 1024) + fp32 lse 4·2·32·2048;
+    # frozen MLP 3 × 2·T·I; plus the final norm's fp32 input 4·T·h
+    layer = 10 * t * H + 2 * t * (2 * H + 2048) + 4 * 2 * 32 * 2048 + 3 * 2 * t * I
+    assert f"per layer {layer} B saved" in _items(theirs)["activations"].formula
+    assert _items(theirs)["activations"].bytes == L * layer + 4 * t * H
+    assert [(i.name, i.bytes, i.phase_bytes) for i in theirs.items] == \
+        [(i.name, i.bytes, i.phase_bytes) for i in ours.items]
+    assert theirs.peak_bytes == ours.peak_bytes

@@ -74,3 +74,21 @@ def test_offers_pool_is_the_vllm_block_and_null_for_transformers():
         _same_content(o["pool"], o["vllm"])
     tr = cli_json("estimate", "examples/llama-3.1-8b-serving.yaml", "--card", "H100 SXM")
     assert tr["memory"]["pool"] is None and tr["memory"]["vllm"] is None
+
+
+def test_rotary_cache_only_for_rotary_positions():
+    from dataclasses import replace
+
+    from gpusizer.memory.engines.vllm_pool import rotary_cache_bytes
+
+    from .conftest import facts_of
+    # Llama-3.1-8B: max_position_embeddings 131072 × head_dim 128 × 2 B (cos and sin halves)
+    assert rotary_cache_bytes(facts_of("meta-llama/Meta-Llama-3.1-8B"), 2) == 131072 * 128 * 2
+    assert rotary_cache_bytes(facts_of("openai-community/gpt2"), 2) == 0   # learned wpe
+    falcon = facts_of("tiiuae/falcon-7b-instruct")   # states no max_position_embeddings
+
+    def with_positions(kind):
+        return replace(falcon, architecture=replace(falcon.architecture, positions=kind,
+                                                    context_window_tokens=2048))
+    assert rotary_cache_bytes(with_positions("rope"), 2) == 2048 * 64 * 2
+    assert rotary_cache_bytes(with_positions("alibi"), 2) == 0   # vLLM Falcon: no get_rope

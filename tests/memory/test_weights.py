@@ -64,20 +64,20 @@ def test_mxfp4_only_for_routed_experts():
         weight_breakdown(facts_of(LLAMA), "mxfp4", compute_dtype="bf16")
     f = facts_of("openai/gpt-oss-120b")
     bd = weight_breakdown(f, "mxfp4", compute_dtype="bf16")
-    experts = f.parameters_by_role("expert_linear")
+    experts = f.architecture.parameters_by_role("expert_linear")
     assert bd.packed_bytes == experts // 2 and bd.metadata_bytes == experts // 32
-    assert bd.kept_bytes == (f.total_parameters - experts) * 2
+    assert bd.kept_bytes == (f.architecture.total_parameters - experts) * 2
 
 
 def test_fp8_block_scales_from_quantization_config():
     f = facts_of("deepseek-ai/DeepSeek-V3")
     assert f.stored_format == "fp8"
     bd = weight_breakdown(f, "fp8", compute_dtype="bf16")
-    quant = f.parameters_by_role("linear", "expert_linear")
+    quant = f.architecture.parameters_by_role("linear", "expert_linear")
     assert bd.packed_bytes == quant
     # one fp32 scale_inv per 128×128 block of each matrix, ceil per dimension: a 576×7168
     # kv_a_proj_with_mqa has ceil(576/128) × 56 = 5 × 56 blocks, as the checkpoint stores it
-    blocks = sum(n * -(-r // 128) * -(-c // 128) for g in f.params
+    blocks = sum(n * -(-r // 128) * -(-c // 128) for g in f.architecture.params
                  if g.role in ("linear", "expert_linear") for n, r, c in g.shapes)
     assert bd.metadata_bytes == blocks * 4
     assert blocks > quant // (128 * 128)

@@ -60,7 +60,7 @@ def shared_model_ids() -> list[str]:
 
 def group(facts: ModelFacts, name: str) -> int:
     """Count of the parameter group ``name`` (0 when the group is absent)."""
-    return sum(g.count for g in facts.params if g.name == name)
+    return sum(g.count for g in facts.architecture.params if g.name == name)
 
 
 @pytest.fixture(autouse=True)

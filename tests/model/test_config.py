@@ -26,7 +26,7 @@ def facts(config: dict, file: str = "tiny/config.json"):
 def test_tiny_llama_hand_count() -> None:
     # embed 100·64 + 2 · (q 64·64 + k, v 2·32·64 + o 64·64 + MLP 3·64·128 + 2 norms 2·64)
     # + final norm 64 + lm_head 100·64 = 6,400 + 2 · 36,992 + 64 + 6,400
-    assert facts(LLAMA).total_parameters == 6_400 + 2 * 36_992 + 64 + 6_400
+    assert facts(LLAMA).architecture.total_parameters == 6_400 + 2 * 36_992 + 64 + 6_400
 
 
 def test_unknown_model_type_names_type_and_file() -> None:
@@ -96,24 +96,26 @@ def test_known_model_type_with_auto_map_is_read_and_noted() -> None:
 
 
 def test_context_window_as_config_states_it() -> None:
-    assert facts_of("meta-llama/Meta-Llama-3.1-8B").context_window_tokens == 131072
-    assert facts_of("openai-community/gpt2").context_window_tokens == 1024  # n_positions
-    assert facts_of("tiiuae/falcon-7b-instruct").context_window_tokens is None  # not stated
+    assert facts_of("meta-llama/Meta-Llama-3.1-8B").architecture.context_window_tokens == 131072
+    # gpt2: n_positions; falcon: not stated
+    assert facts_of("openai-community/gpt2").architecture.context_window_tokens == 1024
+    assert facts_of("tiiuae/falcon-7b-instruct").architecture.context_window_tokens is None
 
 
 def test_explicit_head_dim_is_used() -> None:
     result = facts_of("meta-llama/Llama-3.2-3B-Instruct")  # 3072 / 24 = 128, given explicitly
-    assert (result.head_dim, result.num_key_value_heads) == (128, 8)
+    assert (result.architecture.head_dim, result.architecture.num_key_value_heads) == (128, 8)
     gemma = facts_of("google/gemma-2b-it")  # MQA, head_dim 256 ≠ 2048 / 8
-    assert (gemma.head_dim, gemma.num_key_value_heads) == (256, 1)
+    assert (gemma.architecture.head_dim, gemma.architecture.num_key_value_heads) == (256, 1)
     moe = facts_of("Qwen/Qwen3-30B-A3B")  # 128 ≠ 2048 / 32
-    assert moe.head_dim == 128
+    assert moe.architecture.head_dim == 128
 
 
 def test_absent_head_dim_takes_the_config_class_default() -> None:
     qwen3 = {k: v for k, v in config_of("Qwen/Qwen3-8B").items() if k != "head_dim"}
-    assert facts(qwen3).head_dim == 128  # Qwen3Config.head_dim = 128
-    assert facts(LLAMA).head_dim == 64 // 4  # LlamaConfig: hidden_size // num_attention_heads
+    assert facts(qwen3).architecture.head_dim == 128  # Qwen3Config.head_dim = 128
+    # LlamaConfig: hidden_size // num_attention_heads
+    assert facts(LLAMA).architecture.head_dim == 64 // 4
 
 
 @pytest.mark.parametrize(("quantization_config", "expected"), [

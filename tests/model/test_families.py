@@ -31,11 +31,12 @@ def _deepseek_mtp_elements(facts: ModelFacts, config: dict) -> int:
     model, yet the exact match with truth shows the checkpoint stores them again); transformers
     skips ``model.layers.61.*`` on load (``_keys_to_ignore_on_load_unexpected``).
     """
-    d, v, n, moe = facts.hidden_size, facts.vocab_size, facts.num_layers, facts.moe
+    arch = facts.architecture
+    d, v, n, moe = arch.hidden_size, arch.vocab_size, arch.num_layers, arch.moe
     block = facts.quantization_config["weight_block_size"][0]  # 128: square fp8 blocks
 
     def scales(*names: str) -> int:
-        return sum(k * ceil(r / block) * ceil(c / block) for g in facts.params
+        return sum(k * ceil(r / block) * ceil(c / block) for g in facts.architecture.params
                    if g.name in names for k, r, c in g.shapes)
 
     attention = (group(facts, "attention") + group(facts, "norms") - d) // n  # with its norms
@@ -47,7 +48,8 @@ def _deepseek_mtp_elements(facts: ModelFacts, config: dict) -> int:
 
 
 def _untied_lm_head(facts: ModelFacts, config: dict) -> int:
-    return facts.total_parameters + facts.vocab_size * facts.hidden_size
+    arch = facts.architecture
+    return arch.total_parameters + arch.vocab_size * arch.hidden_size
 
 
 STORED_DEFINITIONS = {
@@ -112,11 +114,12 @@ def _truth_cases() -> list:
 def test_param_count_matches_truth(model_id: str) -> None:
     expected = truth()[model_id]["param_count"]
     facts = facts_of(model_id)
-    count = facts.total_parameters
+    count = facts.architecture.total_parameters
     if model_id in STORED_DEFINITIONS:
         definition, stored = STORED_DEFINITIONS[model_id]
         count = stored(facts, config_of(model_id))
-        print(f"{model_id}: logical {facts.total_parameters:,}; {definition}: {count:,}")
+        print(f"{model_id}: logical {facts.architecture.total_parameters:,}; {definition}: "
+              f"{count:,}")
     print(f"{model_id}: {count:,} vs truth {expected:,}")
     assert abs(count - expected) <= TOLERANCE * expected
     assert count == expected  # every figure reproduces exactly, not merely within 0.1 %
@@ -125,8 +128,8 @@ def test_param_count_matches_truth(model_id: str) -> None:
 @pytest.mark.parametrize("model_id", sorted(LOGICAL_COUNTS))
 def test_logical_count_of_stored_definitions(model_id: str) -> None:
     facts = facts_of(model_id)
-    print(f"{model_id}: logical {facts.total_parameters:,}")
-    assert facts.total_parameters == LOGICAL_COUNTS[model_id]
+    print(f"{model_id}: logical {facts.architecture.total_parameters:,}")
+    assert facts.architecture.total_parameters == LOGICAL_COUNTS[model_id]
 
 
 def test_qwen3_small_models_arithmetic() -> None:
@@ -158,11 +161,11 @@ def test_hf_totals_that_count_buffers() -> None:
     t = truth()
     gpt2 = facts_of("openai-community/gpt2")
     # GPT-2 stores each layer's causal-mask buffer attn.bias (1·1·1024·1024): 12 layers.
-    assert gpt2.total_parameters + 12 * 1024 * 1024 == \
+    assert gpt2.architecture.total_parameters + 12 * 1024 * 1024 == \
         t["openai-community/gpt2"]["other_truth"]["hf_safetensors_param_total"]
     llama2 = facts_of("meta-llama/Llama-2-7b-hf")
     # Llama-2 stores rotary inv_freq (head_dim/2 = 64 floats) in each of 32 layers.
-    assert llama2.total_parameters + 32 * 64 == \
+    assert llama2.architecture.total_parameters + 32 * 64 == \
         t["meta-llama/Llama-2-7b-hf"]["other_truth"]["hf_safetensors_param_total"]
 
 
@@ -177,17 +180,19 @@ def test_mixtral_8x22b_hand_count() -> None:
     # router 8·6144 = 49,152; norms 12,288 → 2,504,061,184 × 56 = 140,227,426,304;
     # embed + lm_head 2·32000·6144 = 393,216,000; final norm 6,144.
     facts = facts_of("mistralai/Mixtral-8x22B-v0.1")
-    assert facts.total_parameters == 140_620_634_112
-    assert (facts.moe.num_experts, facts.moe.experts_per_token, facts.moe.expert_intermediate_size,
-            facts.moe.num_shared_experts, facts.moe.moe_layers) == (8, 2, 16384, 0, 56)
-    assert facts.intermediate_size == 0  # no dense MLP layer
+    assert facts.architecture.total_parameters == 140_620_634_112
+    moe = facts.architecture.moe
+    assert (moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size,
+            moe.num_shared_experts, moe.moe_layers) == (8, 2, 16384, 0, 56)
+    assert facts.architecture.intermediate_size == 0  # no dense MLP layer
 
 
 def test_qwen3_moe_dims() -> None:
     facts = facts_of("Qwen/Qwen3-30B-A3B")
-    assert (facts.moe.num_experts, facts.moe.experts_per_token, facts.moe.expert_intermediate_size,
-            facts.moe.num_shared_experts, facts.moe.moe_layers) == (128, 8, 768, 0, 48)
-    assert facts.intermediate_size == 0
+    moe = facts.architecture.moe
+    assert (moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size,
+            moe.num_shared_experts, moe.moe_layers) == (128, 8, 768, 0, 48)
+    assert facts.architecture.intermediate_size == 0
     assert group(facts, "experts") == 48 * 128 * 3 * 2048 * 768
     assert group(facts, "router") == 48 * 128 * 2048
 
@@ -195,20 +200,21 @@ def test_qwen3_moe_dims() -> None:
 def test_qwen3_moe_sparse_step_and_mlp_only_layers() -> None:
     # decoder_sparse_step 2 → layers 1, 3, … 47 are MoE (24); mlp_only_layers [1] removes one.
     facts = facts_of("Qwen/Qwen3-30B-A3B", decoder_sparse_step=2, mlp_only_layers=[1])
-    assert facts.moe.moe_layers == 23
-    assert facts.intermediate_size == 6144
+    assert facts.architecture.moe.moe_layers == 23
+    assert facts.architecture.intermediate_size == 6144
     assert group(facts, "mlp") == 25 * 3 * 2048 * 6144
 
 
 def test_deepseek_v3_mla_and_moe_dims() -> None:
     facts = facts_of("deepseek-ai/DeepSeek-V3")
-    m = facts.mla
+    m = facts.architecture.mla
     assert (m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim,
             m.q_lora_rank) == (512, 64, 128, 128, 1536)
-    assert facts.head_dim == 192 and facts.num_key_value_heads == 128
-    assert (facts.moe.num_experts, facts.moe.experts_per_token, facts.moe.expert_intermediate_size,
-            facts.moe.num_shared_experts, facts.moe.moe_layers) == (256, 8, 2048, 1, 58)
-    assert facts.intermediate_size == 18432
+    assert facts.architecture.head_dim == 192 and facts.architecture.num_key_value_heads == 128
+    moe = facts.architecture.moe
+    assert (moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size,
+            moe.num_shared_experts, moe.moe_layers) == (256, 8, 2048, 1, 58)
+    assert facts.architecture.intermediate_size == 18432
     assert "not loaded by transformers" in facts.source_detail
 
 
@@ -230,7 +236,7 @@ def test_deepseek_v2_lite_direct_q_projection() -> None:
     # norms: 2·2048 + kv_a_layernorm 512 per layer (no q_a_layernorm), + final 2048
     assert group(facts, "norms") == 27 * (2 * 2048 + 512) + 2048
     assert group(facts, "shared_experts") == 26 * 3 * 2048 * 2816
-    assert facts.mla.q_lora_rank is None and facts.moe.moe_layers == 26
+    assert facts.architecture.mla.q_lora_rank is None and facts.architecture.moe.moe_layers == 26
 
 
 def test_moe_layer_freq_other_than_one_is_refused() -> None:
@@ -241,17 +247,18 @@ def test_moe_layer_freq_other_than_one_is_refused() -> None:
 
 def test_tied_and_untied_lm_head() -> None:
     tied = facts_of("meta-llama/Llama-3.2-1B-Instruct")
-    assert tied.tie_word_embeddings and group(tied, "lm_head") == 0
+    assert tied.architecture.tie_word_embeddings and group(tied, "lm_head") == 0
     untied = facts_of("meta-llama/Llama-3.2-1B-Instruct", tie_word_embeddings=False)
     assert group(untied, "lm_head") == 128256 * 2048
-    assert untied.total_parameters - tied.total_parameters == 128256 * 2048
+    assert (untied.architecture.total_parameters - tied.architecture.total_parameters
+            == 128256 * 2048)
     gemma = facts_of("google/gemma-2-9b")  # no tie_word_embeddings key: Gemma2Config ties
-    assert gemma.tie_word_embeddings and group(gemma, "lm_head") == 0
+    assert gemma.architecture.tie_word_embeddings and group(gemma, "lm_head") == 0
 
 
 def test_biases_and_norms_by_family() -> None:
     llama = facts_of("meta-llama/Meta-Llama-3.1-8B")
-    assert not [g for g in llama.params if g.role == "bias"]
+    assert not [g for g in llama.architecture.params if g.role == "bias"]
     qwen2 = facts_of("Qwen/Qwen2.5-7B")  # q, k, v biases: 3584 + 2·512 per layer
     assert group(qwen2, "attention_bias") == 28 * (3584 + 2 * 4 * 128)
     qwen3 = facts_of("Qwen/Qwen3-8B")  # 2 RMSNorms + q/k norms of head_dim per layer
@@ -261,18 +268,18 @@ def test_biases_and_norms_by_family() -> None:
     gemma3 = facts_of("google/gemma-3-1b-it")  # 4 RMSNorms + q/k norms
     assert group(gemma3, "norms") == 26 * (4 * 1152 + 2 * 256) + 1152
     phi4 = facts_of("microsoft/phi-4")  # fused qkv_proj and gate_up_proj: 2 + 2 matrices
-    assert next(g for g in phi4.params if g.name == "attention").matrices == 2 * 40
-    assert next(g for g in phi4.params if g.name == "mlp").matrices == 2 * 40
+    assert next(g for g in phi4.architecture.params if g.name == "attention").matrices == 2 * 40
+    assert next(g for g in phi4.architecture.params if g.name == "mlp").matrices == 2 * 40
 
 
 def test_gpt_oss_roles() -> None:
     facts = facts_of("openai/gpt-oss-120b")
-    roles = {g.name: g.role for g in facts.params}
+    roles = {g.name: g.role for g in facts.architecture.params}
     assert roles["experts"] == "expert_linear" and roles["experts_bias"] == "bias"
     assert roles["router"] == "router" and roles["router_bias"] == "bias"
     assert roles["attention_sinks"] == "other" and roles["attention_bias"] == "bias"
     assert group(facts, "attention_sinks") == 36 * 64
-    experts = next(g for g in facts.params if g.name == "experts")
+    experts = next(g for g in facts.architecture.params if g.name == "experts")
     assert experts.largest_matrix == 128 * 5760 * 2880  # stacked gate_up_proj of one layer
 
 
@@ -281,7 +288,7 @@ def test_gpt2_learned_positions_and_conv1d() -> None:
     assert group(facts, "position_embeddings") == 1024 * 768
     assert group(facts, "attention_bias") == 12 * (3 * 768 + 768)
     assert group(facts, "mlp_bias") == 12 * (3072 + 768)
-    assert not facts.gated_mlp and facts.context_window_tokens == 1024
+    assert not facts.architecture.gated_mlp and facts.architecture.context_window_tokens == 1024
 
 
 def test_falcon_variants() -> None:
@@ -290,7 +297,7 @@ def test_falcon_variants() -> None:
 
     def count(**over: object) -> int:
         return facts_from_config({**base, **over}, model_id="x", revision=None, source="path",
-                                 source_detail="synthetic falcon").total_parameters
+                                 source_detail="synthetic falcon").architecture.total_parameters
 
     # Falcon-40B shapes: new_decoder_architecture, 8 KV heads, ln_attn + ln_mlp.
     # per layer qkv 8192·(128 + 16)·64 = 75,497,472; dense 67,108,864; MLP 2·8192·32768 =
@@ -309,42 +316,44 @@ def test_falcon_variants() -> None:
 
 def test_layer_types_gemma2_alternate_from_a_sliding_layer() -> None:
     facts = facts_of("google/gemma-2-9b")
-    assert facts.layer_types[:2] == ("sliding_attention", "full_attention")
-    assert (facts.full_attention_layers, facts.sliding_attention_layers) == (21, 21)
-    assert facts.sliding_window == 4096
+    assert facts.architecture.layer_types[:2] == ("sliding_attention", "full_attention")
+    arch = facts.architecture
+    assert (arch.full_attention_layers, arch.sliding_attention_layers) == (21, 21)
+    assert facts.architecture.sliding_window == 4096
 
 
 def test_layer_types_gemma3_every_sixth_layer_full() -> None:
     facts = facts_of("google/gemma-3-1b-it")
-    assert [i for i, t in enumerate(facts.layer_types) if t == "full_attention"] == [5, 11, 17, 23]
-    assert facts.sliding_window == 512
+    layer_types = facts.architecture.layer_types
+    assert [i for i, t in enumerate(layer_types) if t == "full_attention"] == [5, 11, 17, 23]
+    assert facts.architecture.sliding_window == 512
 
 
 def test_layer_types_mistral_window_on_every_layer() -> None:
-    v03 = facts_of("mistralai/Mistral-7B-v0.3")  # sliding_window null
+    v03 = facts_of("mistralai/Mistral-7B-v0.3").architecture  # sliding_window null
     assert v03.sliding_attention_layers == 0 and v03.sliding_window is None
-    v01 = facts_of("mistralai/Mistral-7B-v0.3", sliding_window=4096)  # v0.1's value
+    v01 = facts_of("mistralai/Mistral-7B-v0.3", sliding_window=4096).architecture  # v0.1's
     assert v01.sliding_attention_layers == 32 and v01.sliding_window == 4096
 
 
 def test_layer_types_gpt_oss_from_config_and_default() -> None:
-    listed = facts_of("openai/gpt-oss-120b")
+    listed = facts_of("openai/gpt-oss-120b").architecture
     assert listed.layer_types[:2] == ("sliding_attention", "full_attention")
     assert listed.sliding_attention_layers == 18 and listed.sliding_window == 128
     config = {k: v for k, v in config_of("openai/gpt-oss-120b").items() if k != "layer_types"}
     from gpusizer.model.config import facts_from_config
     default = facts_from_config(config, model_id="x", revision=None, source="path",
                                 source_detail="gpt-oss without layer_types")
-    assert default.layer_types == listed.layer_types
+    assert default.architecture.layer_types == listed.layer_types
 
 
 def test_layer_types_qwen2_window_only_when_enabled() -> None:
-    off = facts_of("Qwen/Qwen2.5-7B")  # sliding_window 131072 but use_sliding_window false
+    off = facts_of("Qwen/Qwen2.5-7B").architecture  # window 131072, use_sliding_window false
     assert off.sliding_attention_layers == 0 and off.sliding_window is None
     on = facts_of("Qwen/Qwen2.5-7B", use_sliding_window=True, sliding_window=4096,
                   max_window_layers=20)
-    assert on.layer_types.index("sliding_attention") == 20
-    assert on.sliding_attention_layers == 8 and on.sliding_window == 4096
+    assert on.architecture.layer_types.index("sliding_attention") == 20
+    assert on.architecture.sliding_attention_layers == 8 and on.architecture.sliding_window == 4096
 
 
 def test_layer_types_wrong_length_is_an_error() -> None:
@@ -355,8 +364,90 @@ def test_layer_types_wrong_length_is_an_error() -> None:
 
 def test_group_shapes_add_up_to_counts() -> None:
     for model_id in shared_model_ids():
-        for g in facts_of(model_id).params:
+        for g in facts_of(model_id).architecture.params:
             if g.shapes:
                 assert sum(k * r * c for k, r, c in g.shapes) == g.count, (model_id, g.name)
                 assert sum(k for k, _, _ in g.shapes) == g.matrices
                 assert sum(k * r for k, r, _ in g.shapes) == g.rows
+
+
+# -- what memory/ reads instead of names: module roles, positions, buffers ---------------------
+
+ROLES = {
+    "meta-llama/Meta-Llama-3.1-8B": {
+        "self_attn.q_proj": "attention_in", "self_attn.k_proj": "attention_in",
+        "self_attn.v_proj": "attention_in", "self_attn.o_proj": "attention_out",
+        "mlp.gate_proj": "mlp_in", "mlp.up_proj": "mlp_in", "mlp.down_proj": "mlp_out",
+        "lm_head": "lm_head"},
+    "microsoft/phi-4": {
+        "self_attn.qkv_proj": "attention_in", "self_attn.o_proj": "attention_out",
+        "mlp.gate_up_proj": "mlp_in", "mlp.down_proj": "mlp_out", "lm_head": "lm_head"},
+    "tiiuae/falcon-7b-instruct": {
+        "self_attention.query_key_value": "attention_in", "self_attention.dense": "attention_out",
+        "mlp.dense_h_to_4h": "mlp_in", "mlp.dense_4h_to_h": "mlp_out", "lm_head": "lm_head"},
+    "openai-community/gpt2": {
+        "attn.c_attn": "attention_in", "attn.c_proj": "attention_out", "mlp.c_fc": "mlp_in",
+        "mlp.c_proj": "mlp_out", "lm_head": "lm_head"},
+    "deepseek-ai/DeepSeek-V3": {
+        "self_attn.q_a_proj": "attention_in", "self_attn.q_b_proj": "attention_latent",
+        "self_attn.kv_a_proj_with_mqa": "attention_in", "self_attn.kv_b_proj": "attention_latent",
+        "self_attn.o_proj": "attention_out", "mlp.gate_proj": "mlp_in", "mlp.up_proj": "mlp_in",
+        "mlp.down_proj": "mlp_out", "mlp.experts.gate_up_proj": "expert",
+        "mlp.experts.down_proj": "expert", "mlp.shared_experts.gate_proj": "shared_expert_in",
+        "mlp.shared_experts.up_proj": "shared_expert_in",
+        "mlp.shared_experts.down_proj": "shared_expert_out", "mlp.gate": "router",
+        "lm_head": "lm_head"},
+    "openai/gpt-oss-120b": {
+        "self_attn.q_proj": "attention_in", "self_attn.k_proj": "attention_in",
+        "self_attn.v_proj": "attention_in", "self_attn.o_proj": "attention_out",
+        "mlp.experts.gate_up_proj": "expert", "mlp.experts.down_proj": "expert",
+        "mlp.router": "router", "lm_head": "lm_head"},
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(ROLES))
+def test_families_declare_the_role_of_every_linear(model_id: str) -> None:
+    modules = facts_of(model_id).architecture.modules
+    assert {m.path: m.role for m in modules} == ROLES[model_id]
+
+
+def test_every_family_declares_known_roles() -> None:
+    from gpusizer.model.facts import MODULE_ROLES
+    for model_id in shared_model_ids():
+        roles = {m.role for m in facts_of(model_id).architecture.modules}
+        assert roles <= MODULE_ROLES and {"attention_in", "attention_out", "lm_head"} <= roles
+
+
+def test_converted_experts_keep_the_checkpoint_names() -> None:
+    # transformers v5 stacks the per-expert tensors; PEFT maps targets by the checkpoint's names
+    # (peft/utils/transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING)
+    def sources(model_id: str) -> dict[str, tuple[str, ...]]:
+        return {m.path: m.converted_from for m in facts_of(model_id).architecture.modules
+                if m.role == "expert"}
+    assert sources("mistralai/Mixtral-8x22B-v0.1") == {
+        "mlp.experts.gate_up_proj": ("w1", "w3"), "mlp.experts.down_proj": ("w2",)}
+    assert sources("Qwen/Qwen3-30B-A3B") == {
+        "mlp.experts.gate_up_proj": ("gate_proj", "up_proj"),
+        "mlp.experts.down_proj": ("down_proj",)}
+    assert sources("openai/gpt-oss-120b") == {   # stored stacked: nothing to convert
+        "mlp.experts.gate_up_proj": (), "mlp.experts.down_proj": ()}
+
+
+def test_positions_by_family() -> None:
+    assert facts_of("openai-community/gpt2").architecture.positions == "learned"  # wpe
+    assert facts_of("meta-llama/Meta-Llama-3.1-8B").architecture.positions == "rope"
+    assert facts_of("deepseek-ai/DeepSeek-V3").architecture.positions == "rope"
+    # Falcon: rotary unless alibi (modeling_falcon.py: FalconRotaryEmbedding only without alibi)
+    assert facts_of("tiiuae/falcon-7b-instruct").architecture.positions == "rope"
+    assert facts_of("tiiuae/falcon-7b-instruct", alibi=True).architecture.positions == "alibi"
+
+
+def test_persistent_buffers_by_family() -> None:
+    from gpusizer.model.facts import PersistentBuffer
+    # DeepSeek-V3: e_score_correction_bias, one fp32 value per routed expert and MoE layer
+    # (256 experts × (61 − 3 dense) layers)
+    assert facts_of("deepseek-ai/DeepSeek-V3").architecture.persistent_buffers == (
+        PersistentBuffer("mlp.gate.e_score_correction_bias", 256 * 58, "float32"),)
+    for model_id in shared_model_ids():
+        if model_id != "deepseek-ai/DeepSeek-V3":
+            assert facts_of(model_id).architecture.persistent_buffers == (), model_id

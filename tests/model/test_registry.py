@@ -47,9 +47,10 @@ def test_sibling_entries_have_the_published_shapes() -> None:
     for model_id, sibling in SAME_SHAPES.items():
         entry = next(e for e in ENTRIES if e.model_id == model_id)
         facts = facts_from_entry(entry)
-        assert facts.total_parameters == 14_770_033_664  # truth.json Qwen/Qwen2.5-14B
-        assert (facts.num_layers, facts.hidden_size, facts.num_attention_heads,
-                facts.num_key_value_heads, facts.intermediate_size, facts.vocab_size) == \
+        arch = facts.architecture
+        assert arch.total_parameters == 14_770_033_664  # truth.json Qwen/Qwen2.5-14B
+        assert (arch.num_layers, arch.hidden_size, arch.num_attention_heads,
+                arch.num_key_value_heads, arch.intermediate_size, arch.vocab_size) == \
             (48, 5120, 40, 8, 13824, 152064), sibling
 
 
@@ -64,7 +65,7 @@ def test_entry_matches_its_real_config(entry) -> None:
     assert _without_source(from_registry) == _without_source(from_config)
     assert from_registry.quantization_config == from_config.quantization_config  # compare=False
     compared = {f.name for f in fields(ModelFacts)} - SOURCE_FIELDS
-    assert "params" in compared and "unrecognised_keys" in compared
+    assert "architecture" in compared and "unrecognised_keys" in compared
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.model_id for e in ENTRIES])
@@ -100,8 +101,9 @@ def test_stored_bytes_are_two_bytes_per_counted_parameter(entry) -> None:
     the float32 inv_freq buffers old Llama-2 checkpoints store."""
     facts = facts_from_entry(entry)
     assert facts.stored_format in ("bf16", "fp16")
-    expected = 2 * facts.total_parameters + INV_FREQ_BYTES.get(entry.model_id, 0)
-    print(f"{entry.model_id}: 2 × {facts.total_parameters:,} (+ buffers) = {expected:,} "
+    parameters = facts.architecture.total_parameters
+    expected = 2 * parameters + INV_FREQ_BYTES.get(entry.model_id, 0)
+    print(f"{entry.model_id}: 2 × {parameters:,} (+ buffers) = {expected:,} "
           f"vs stored {entry.stored_bytes:,}")
     assert entry.stored_bytes == expected
 
@@ -114,19 +116,20 @@ def test_aliases_and_case_insensitive_lookup() -> None:
     facts = facts_from_entry(base, model_id="meta-llama/Llama-3.1-8B-Instruct")
     assert facts.model_id == "meta-llama/Llama-3.1-8B-Instruct"
     assert "alias of meta-llama/Meta-Llama-3.1-8B" in facts.source_detail
-    assert facts.total_parameters == 8_030_261_248
+    assert facts.architecture.total_parameters == 8_030_261_248
     for alias in ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct"):
-        assert facts_from_entry(find_entry(alias)).total_parameters == 70_553_706_496
+        assert facts_from_entry(find_entry(alias)).architecture.total_parameters == 70_553_706_496
     assert find_entry("nobody/nothing") is None
 
 
 def test_r1_distill_qwen_14b_has_qwen2_5_14b_shapes() -> None:
     facts = facts_from_entry(find_entry("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"))
-    assert (facts.architecture, facts.num_layers, facts.hidden_size, facts.num_key_value_heads,
-            facts.context_window_tokens, facts.stored_format) == ("qwen2", 48, 5120, 8, 131072,
-                                                                  "bf16")
+    arch = facts.architecture
+    assert (facts.model_type, arch.num_layers, arch.hidden_size, arch.num_key_value_heads,
+            arch.context_window_tokens, facts.stored_format) == ("qwen2", 48, 5120, 8, 131072,
+                                                                 "bf16")
     # Same shapes as Qwen2.5-14B, whose count is truth.json's 14,770,033,664.
-    assert facts.total_parameters == 14_770_033_664
+    assert facts.architecture.total_parameters == 14_770_033_664
 
 
 def test_covers_every_shared_model_with_a_hub_id() -> None:

@@ -29,7 +29,8 @@ def test_folder_with_config_and_safetensors(tmp_path: Path) -> None:
 def test_folder_wins_over_id(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(LLAMA))
     facts = resolve_model(model_id="meta-llama/Llama-3.1-8B", revision=None, path=tmp_path)
-    assert facts.source == "path" and facts.hidden_size == 64 and facts.stored_bytes is None
+    assert facts.source == "path" and facts.architecture.hidden_size == 64
+    assert facts.stored_bytes is None
 
 
 def test_folder_without_config(tmp_path: Path) -> None:
@@ -46,7 +47,7 @@ def test_folder_with_unknown_architecture(tmp_path: Path) -> None:
 def test_registry_id_resolves_offline() -> None:
     facts = resolve_model(model_id="meta-llama/Meta-Llama-3.1-8B", revision="main", path=None)
     assert facts.source == "registry" and facts.stored_bytes == 16_060_522_496
-    assert facts.total_parameters == 8_030_261_248
+    assert facts.architecture.total_parameters == 8_030_261_248
 
 
 def test_offline_unknown_id_names_id_and_model_path() -> None:

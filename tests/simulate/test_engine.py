@@ -163,7 +163,7 @@ def test_family(family, shared_dir, write_model):
     folder = write_model(cfg)
     r = _simulate(folder, "inference",
                   {"inference": {"prompt_tokens": 48, "new_tokens": 16, "concurrency": 2}})
-    extra = _item(r, "weights").bytes - 2 * facts.total_parameters
+    extra = _item(r, "weights").bytes - 2 * facts.architecture.total_parameters
     assert 0 <= extra < 64 * 512
     assert _item(r, "kv_cache").phase_bytes["prefill"] > 0
     assert r.attention and r.attention[0]["kernel"] in ("flash", "efficient", "math", "eager")

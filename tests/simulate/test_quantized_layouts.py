@@ -96,7 +96,7 @@ def test_inference_matches_estimate_arithmetic(eight_b, write_model, fmt):
     assert r.memory.item("quantization_metadata").bytes == _metadata_by_hand(fmt)
     values = 2 * sum(o * i for o, i in LAYER)
     packed = values // 2 if fmt.endswith("int4") else values
-    kept = facts.total_parameters - values
+    kept = facts.architecture.total_parameters - values
     assert r.memory.item("weights").bytes == packed + kept * 2
     prefill = next(p for p in r.memory.phases if p.name == "prefill")
     assert prefill.peak_bytes > r.memory.item("weights").bytes

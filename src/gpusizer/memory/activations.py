@@ -88,7 +88,7 @@ class LayerActivations:
 
 def _norm(facts: ModelFacts, t: int, width: int, c: int, *, weight_trained: bool,
           output_saved: bool) -> int:
-    if facts.norm == "layer":
+    if facts.architecture.norm == "layer":
         return t * width * c + (t * width * c if output_saved else 0) + 8 * t
     return (4 * t * width + (c * t * width if weight_trained else 0)
             + (c * t * width if output_saved else 0))
@@ -109,26 +109,27 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
     ``attention_bytes``: bytes of what the attention kernel keeps (the projections' dtype, or c
     when autocast casts the kernel's inputs).
     """
+    arch = facts.architecture
     r = residual_bytes or c
     lo = linear_out_bytes or c
     ab = attention_bytes or c
     t = batch * seq
-    h = facts.hidden_size
-    heads = facts.num_attention_heads
-    if facts.mla is not None:
-        m = facts.mla
+    h = arch.hidden_size
+    heads = arch.num_attention_heads
+    if arch.mla is not None:
+        m = arch.mla
         q = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
         k = q
         v = heads * m.v_head_dim
         latent = (m.q_lora_rank or 0) + m.kv_lora_rank
     else:
-        q = heads * facts.head_dim
-        k = v = facts.num_key_value_heads * facts.head_dim
+        q = heads * arch.head_dim
+        k = v = arch.num_key_value_heads * arch.head_dim
         latent = 0
     terms = []
     full = parts.full
     # one norm before attention; a second before the MLP unless the block is parallel (Falcon)
-    pre_norms = min(facts.norms_per_layer, 2)
+    pre_norms = min(arch.norms_per_layer, 2)
     attn_norm = _norm(facts, t, h, c, weight_trained=full, output_saved=parts.qkv)
     mlp_norm = _norm(facts, t, h, c, weight_trained=full, output_saved=parts.gate_up) \
         if pre_norms == 2 else 0
@@ -136,12 +137,12 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
         attn_norm += c * t * h * (max(0, parts.qkv_readers - 1) if parts.qkv else 0)
         if pre_norms == 2 and parts.gate_up:
             mlp_norm += c * t * h * max(0, parts.gate_up_readers - 1)
-    extra_norms = max(0, facts.norms_per_layer - 2)   # Gemma 2/3 post-attention / post-MLP norms
+    extra_norms = max(0, arch.norms_per_layer - 2)   # Gemma 2/3 post-attention / post-MLP norms
     post = extra_norms * _norm(facts, t, h, c, weight_trained=full, output_saved=False)
     norms = attn_norm + mlp_norm + post
-    kind = "RMSNorm" if facts.norm == "rms" else "LayerNorm"
-    terms.append(f"norms {norms} B ({facts.norms_per_layer} × {kind} on {t}×{h})")
-    if facts.qk_norm:
+    kind = "RMSNorm" if arch.norm == "rms" else "LayerNorm"
+    terms.append(f"norms {norms} B ({arch.norms_per_layer} × {kind} on {t}×{h})")
+    if arch.qk_norm:
         qkn = 4 * t * (q + k) + (c * t * (q + k) if full else 0)
         norms += qkn
         terms.append(f"q/k norms 4·{t}·({q}+{k}) B")
@@ -161,14 +162,14 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
                      f"{'+ ' + str(c) + '·' + str(t) + '·' + str(q) + ' ' if parts.o else ''}"
                      f"+ lse 4·{batch}·{heads}·{seq} B")
     mlp = 0
-    inter = facts.intermediate_size
+    inter = arch.intermediate_size
     if inter:
-        n = 3 if facts.gated_mlp else 1
+        n = 3 if arch.gated_mlp else 1
         mlp = n * lo * t * inter + (c * t * inter if parts.down else 0)
         terms.append(f"MLP {n} × {lo}·{t}·{inter}{' + ' + str(c) + '·' + str(t) + '·' + str(inter) if parts.down else ''} B")
     moe_layer = 0
-    if facts.moe is not None:
-        e = facts.moe
+    if arch.moe is not None:
+        e = arch.moe
         ie = e.expert_intermediate_size
         kk = e.experts_per_token
         routed = c * t * kk * (3 * ie + h + ((h + ie) if parts.experts else 0))
@@ -181,7 +182,7 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
                      f"{c}·(3·{ie} + {h}{' + ' + str(h + ie) if parts.experts else ''}) B"
                      + (f" + shared experts {shared} B" if shared else ""))
     dense = norms + attn + mlp
-    moe_total = (norms + attn + moe_layer) if facts.moe is not None else 0
+    moe_total = (norms + attn + moe_layer) if arch.moe is not None else 0
     return LayerActivations(dense, moe_total, r * t * h, "; ".join(terms))
 
 
@@ -194,7 +195,7 @@ def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, s
     (transformers ``ForCausalLMLoss`` → ``cross_entropy``; HF Trainer drops the model output,
     hence the 16-bit logits, before ``backward``).
     """
-    v = facts.vocab_size
+    v = facts.architecture.vocab_size
     copy = 4 if c < 4 else 0
     fwd = tokens * v * (c + copy + 4)
     bwd = tokens * v * 12
@@ -214,10 +215,11 @@ def backward_layer_working(facts: ModelFacts, *, batch: int, seq: int, c: int, k
     weight to the compute dtype (bitsandbytes ``MatMul4Bit.backward``); a trained weight's
     gradient exists once before it is accumulated.
     """
+    arch = facts.architecture
     t = batch * seq
-    h = facts.hidden_size
-    inter = facts.intermediate_size or (facts.moe.expert_intermediate_size if facts.moe else h)
+    h = arch.hidden_size
+    inter = arch.intermediate_size or (arch.moe.expert_intermediate_size if arch.moe else h)
     out = 2 * (residual_bytes or c) * t * h + 8 * t * h + 3 * (linear_out_bytes or c) * t * inter
     if kernel == "eager":
-        out += (4 + c) * batch * facts.num_attention_heads * seq * seq
+        out += (4 + c) * batch * arch.num_attention_heads * seq * seq
     return out + largest_dequantized + largest_weight_grad

@@ -158,7 +158,7 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
     stored_roles = rec.packs(None, facts.quant) or ()
     if rec.unpacked_experts_note and "expert_linear" in stored_roles \
             and "expert_linear" not in (rec.packs(engine, facts.quant) or ()) \
-            and facts.parameters_by_role("expert_linear"):
+            and facts.architecture.parameters_by_role("expert_linear"):
         notes.append(Note("format_kept_dense",
                           rec.unpacked_experts_note.format(dtype=plan.compute_dtype)))
     frac = share.weight_fraction
@@ -171,8 +171,8 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
         items.append(Item("quantization_metadata", meta, "estimated", phases, _WEIGHTS_SOURCE,
                           bd.metadata_formula + split))
     if plan.converted:
-        largest = max((g.largest_matrix for g in facts.params if g.role in QUANTIZABLE_ROLES),
-                      default=0)
+        largest = max((g.largest_matrix for g in facts.architecture.params
+                       if g.role in QUANTIZABLE_ROLES), default=0)
         src_fmt = plan.stored or "stored"
         src_bytes = DTYPE_BYTES.get(src_fmt, 2)
         source = ("transformers loads each tensor in its stored dtype onto the GPU, then converts "
@@ -261,7 +261,8 @@ def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Shar
                                                      compute_dtype=plan.compute_dtype):
         # Routed experts are stored as one stacked tensor per layer and projection (transformers
         # v5 grouped experts, vLLM FusedMoE w13/w2), not one tensor per expert.
-        stack = facts.moe.num_experts if (role == "expert_linear" and facts.moe) else 1
+        moe = facts.architecture.moe
+        stack = moe.num_experts if (role == "expert_linear" and moe) else 1
         size = int(stack * r * c * per_elem / share.tp)
         count = int(-(-Fraction(max(1, n // stack)) * share.layer_fraction // 1))
         out.append((count, size))
@@ -286,14 +287,15 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         ModelError: a fact the sizing needs is unknown.
     """
     inf = sheet.inference
-    if facts is not None and facts.context_window_tokens is not None:
+    window = facts.architecture.context_window_tokens if facts is not None else None
+    if window is not None:
         need = inf.tokens_per_sequence if inf else (sheet.training.sequence_length
                                                     if sheet.training else 0)
-        if need > facts.context_window_tokens:
+        if need > window:
             what = (f"prompt_tokens + new_tokens = {inf.prompt_tokens} + {inf.new_tokens} = {need}"
                     if inf else f"{need}")
             raise SheetError(f"{what} tokens exceeds the model's context window "
-                             f"max_position_embeddings = {facts.context_window_tokens} tokens",
+                             f"max_position_embeddings = {window} tokens",
                              field="inference" if inf else "training.sequence_length", value=need)
     plan = plan_weights(sheet, facts, card)
     notes = [Note("card_rule", change) for change in plan.rules.changes]

@@ -82,33 +82,34 @@ def kv_layout(facts: ModelFacts, *, dtype_bytes: int, mla_latent: bool = False,
     Returns:
         A :class:`KvLayout`.
     """
-    if facts.mla is not None:
-        m = facts.mla
+    arch = facts.architecture
+    if arch.mla is not None:
+        m = arch.mla
         if mla_latent:
             per_layer = (m.kv_lora_rank + m.qk_rope_head_dim) * dtype_bytes
             desc = (f"MLA latent (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim "
                     f"{m.qk_rope_head_dim}) × {dtype_bytes} B per layer per token, replicated on "
                     f"each of {tp} rank(s)")
         else:
-            heads = max(1, facts.num_attention_heads // tp)
+            heads = max(1, arch.num_attention_heads // tp)
             per_layer = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * dtype_bytes
             desc = (f"{heads} heads × (K {m.qk_nope_head_dim}+{m.qk_rope_head_dim} + V "
                     f"{m.v_head_dim}) × {dtype_bytes} B per layer per token (transformers caches "
                     "up-projected per-head K and V)")
     else:
-        heads = kv_heads_per_rank(facts.num_key_value_heads, tp)
-        per_layer = 2 * heads * facts.head_dim * dtype_bytes
-        desc = (f"2 (K,V) × {heads} KV heads × head_dim {facts.head_dim} × {dtype_bytes} B per "
+        heads = kv_heads_per_rank(arch.num_key_value_heads, tp)
+        per_layer = 2 * heads * arch.head_dim * dtype_bytes
+        desc = (f"2 (K,V) × {heads} KV heads × head_dim {arch.head_dim} × {dtype_bytes} B per "
                 "layer per token")
-    full_layers = facts.full_attention_layers
-    sliding_layers = facts.sliding_attention_layers if facts.sliding_window else 0
+    full_layers = arch.full_attention_layers
+    sliding_layers = arch.sliding_attention_layers if arch.sliding_window else 0
     if sliding_layers == 0:
-        full_layers = facts.num_layers
+        full_layers = arch.num_layers
     desc += f"; {full_layers} full-attention layers"
     if sliding_layers:
-        desc += f" + {sliding_layers} sliding-window layers capped at {facts.sliding_window} tokens"
+        desc += f" + {sliding_layers} sliding-window layers capped at {arch.sliding_window} tokens"
     return KvLayout(per_layer * full_layers, per_layer * sliding_layers,
-                    facts.sliding_window if sliding_layers else None, desc)
+                    arch.sliding_window if sliding_layers else None, desc)
 
 
 def kv_bytes(layout: KvLayout, *, tokens: int, sequences: int, round_to: int = 1) -> int:

@@ -9,7 +9,10 @@ against module paths: a target matches a module when the path equals it or ends 
 parameter per kind (``mlp.experts.gate_up_proj``), which PEFT adapts through
 ``target_parameters`` with one adapter per expert (``peft/tuners/lora/layer.py``
 ``ParamWrapper``: ``lora_A`` (r·E) × in, ``lora_B`` out × (r·E)): those are matched only by a target
-naming ``experts.<name>``, never by a bare ``down_proj``.
+naming their parent too (``experts.<name>``), never by a bare ``down_proj``.
+
+Which modules are which comes from the family (``LinearModule.role``, ``converted_from``,
+``Architecture.peft_default_targets``): nothing here depends on a module name or ``model_type``.
 """
 
 from __future__ import annotations
@@ -19,19 +22,7 @@ from dataclasses import dataclass
 from ..errors import SheetError
 from ..model.facts import LinearModule, ModelFacts
 
-__all__ = ["PEFT_DEFAULT_TARGETS", "LoraAdapters", "lora_targets", "lora_adapters"]
-
-PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    # peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21):
-    # the modules `target_modules=None` adapts, by config.json model_type. The table lists
-    # mixtral too, but get_peft_model then raises NoMatchingPeftModuleError on transformers v5's
-    # Mixtral (checked in the tests): no default is claimed for it.
-    "llama": ("q_proj", "v_proj"), "mistral": ("q_proj", "v_proj"),
-    "qwen2": ("q_proj", "v_proj"),
-    "qwen3": ("q_proj", "v_proj"), "gemma": ("q_proj", "v_proj"),
-    "gemma2": ("q_proj", "v_proj"), "gemma3_text": ("q_proj", "v_proj"),
-    "falcon": ("query_key_value",), "gpt2": ("c_attn",),
-}
+__all__ = ["LoraAdapters", "lora_targets", "lora_adapters"]
 
 
 @dataclass(frozen=True)
@@ -55,32 +46,32 @@ class LoraAdapters:
     formula: str
 
 
-def _all_linear(facts: ModelFacts) -> tuple[tuple[LinearModule, int], ...]:
-    """PEFT 0.21 ``all-linear``: every linear except ``lm_head``; on MoE models whose checkpoint
-    stores experts one by one (transformers v5 converts them at load), also the router and the
-    stacked experts, with one adapter per source tensor of a concatenated parameter
+def _all_linear(modules: tuple[LinearModule, ...]) -> tuple[tuple[LinearModule, int], ...]:
+    """PEFT 0.21 ``all-linear``: every linear except the ``lm_head``; on MoE models whose
+    checkpoint stores experts one by one (transformers v5 converts them at load), also the router
+    and the stacked experts, with one adapter per source tensor of a concatenated parameter
     (``peft/utils/transformers_weight_conversion.py``: ``gate_up_proj`` gets block-diagonal
     adapters for gate and up, A (2·r·E) × in, B out × (2·r·E)). With those converted experts,
     peft 0.21 also leaves out the plain modules named like the experts' source tensors
-    (``gate_proj``, ``up_proj``, ``down_proj`` of dense layers and shared experts: DeepSeek-V3),
-    as checked against ``get_peft_model`` in the tests."""
-    converted = any(x.converted_from for x in facts.modules if x.experts)
+    (``_MOE_TARGET_MODULE_MAPPING``: ``gate_proj``, ``up_proj``, ``down_proj`` of dense layers
+    and shared experts in DeepSeek-V3), as checked against ``get_peft_model`` in the tests."""
+    source_names = {name for m in modules if m.role == "expert" for name in m.converted_from}
     out = []
-    for m in facts.modules:
-        if m.path == "lm_head":
+    for m in modules:
+        if m.role == "lm_head":
             continue
-        if m.experts or m.router:
-            if converted:
-                out.append((m, max(1, m.converted_from)))
-        elif not (converted and m.name in ("gate_proj", "up_proj", "down_proj")):
+        if m.role in ("expert", "router"):
+            if source_names:
+                out.append((m, max(1, len(m.converted_from))))
+        elif m.name not in source_names:
             out.append((m, 1))
     return tuple(out)
 
 
 def _matches(module: LinearModule, target: str) -> bool:
     path = module.path
-    if module.experts and "experts." not in target and target != path:
-        return False  # stacked expert parameters need PEFT target_parameters, named as such
+    if module.experts and "." not in target:
+        return False  # stacked expert parameters need PEFT target_parameters, named with parent
     return path == target or path.endswith("." + target) or target.endswith("." + path) \
         or target == module.name and not module.experts
 
@@ -94,27 +85,29 @@ def lora_targets(facts: ModelFacts, targets: str | list[str]
             module (PEFT raises too); a model without module facts (a bare parameter count).
     """
     field = "training.lora.targets"
-    if not facts.modules:
+    arch = facts.architecture
+    if not arch.modules:
         raise SheetError("LoRA needs the model's linear modules: give model.id or model.path, "
                          "not a bare parameter count", field=field, value=targets)
-    names = sorted({m.path for m in facts.modules})
+    names = sorted({m.path for m in arch.modules})
     if targets == "all-linear":
-        return _all_linear(facts), ("all-linear",)
+        return _all_linear(arch.modules), ("all-linear",)
     if targets == "default":
-        wanted = PEFT_DEFAULT_TARGETS.get(facts.architecture)
-        if wanted is None:
+        if arch.peft_default_targets is None:
             raise SheetError(f"PEFT has no default LoRA targets for model_type "
-                             f"{facts.architecture!r} (peft/utils/constants.py): list them, e.g. "
-                             f"[{', '.join(m.name for m in facts.modules[:2])}] or all-linear; "
+                             f"{facts.model_type!r} (peft/utils/constants.py): list them, e.g. "
+                             f"[{', '.join(m.name for m in arch.modules[:2])}] or all-linear; "
                              f"modules: {', '.join(names)}", field=field, value=targets)
-        targets = list(wanted)
+        targets = list(arch.peft_default_targets)
     chosen: list[LinearModule] = []
     for t in targets:
-        hit = [m for m in facts.modules if _matches(m, t)]
+        hit = [m for m in arch.modules if _matches(m, t)]
         if not hit:
-            raise SheetError(f"no linear module of this {facts.architecture} model matches "
-                             f"{t!r}; its modules: {', '.join(names)} (stacked experts: name "
-                             "them experts.<name>)", field=field, value=t)
+            stacked = [m.path for m in arch.modules if m.experts]
+            hint = f" (stacked experts: name them as {', '.join(stacked)})" if stacked else ""
+            raise SheetError(f"no linear module of this {facts.model_type} model matches "
+                             f"{t!r}; its modules: {', '.join(names)}{hint}", field=field,
+                             value=t)
         chosen += [m for m in hit if m not in chosen]
     return tuple((m, 1) for m in chosen), tuple(targets)
 

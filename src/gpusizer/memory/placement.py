@@ -65,12 +65,13 @@ def _check_tp_split(facts: ModelFacts, tp: int) -> None:
     """Megatron-style tensor parallelism splits whole heads: query heads must divide by the rank
     count, and KV heads must divide by it (or it by them, when each KV head is replicated) —
     vLLM refuses other splits (``ModelConfig.verify_with_parallel_config``)."""
-    heads, kv = facts.num_attention_heads, facts.num_key_value_heads
+    arch = facts.architecture
+    heads, kv = arch.num_attention_heads, arch.num_key_value_heads
     if heads % tp:
         raise SheetError(f"tensor parallelism over {tp} GPUs cannot split {heads} attention heads "
                          f"evenly; choose a GPU count that divides {heads}",
                          field="placement.gpus", value=tp)
-    if facts.mla is None and ((tp <= kv and kv % tp) or (tp > kv and tp % kv)):
+    if arch.mla is None and ((tp <= kv and kv % tp) or (tp > kv and tp % kv)):
         raise SheetError(f"tensor parallelism over {tp} GPUs cannot split or replicate {kv} KV "
                          "heads evenly", field="placement.gpus", value=tp)
 
@@ -97,8 +98,8 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
         if rule.tp_replicated_embedding and facts is not None:
             # transformers' base_model_tp_plan shards the decoder linears and lm_head but has no
             # entry for embed_tokens: every rank keeps the whole embedding.
-            embed = facts.parameters_by_role("embedding")
-            total = facts.total_parameters
+            embed = facts.architecture.parameters_by_role("embedding")
+            total = facts.architecture.total_parameters
             frac = (Fraction(total - embed, gpus) + embed) / total
             return Share(gpus, strategy, gpus, frac, one, concurrency,
                          f"linears and KV heads split {gpus} ways; the embedding ({embed} "
@@ -107,20 +108,21 @@ def inference_share(facts: ModelFacts | None, *, strategy: str, gpus: int,
                      f"weights and KV heads split {gpus} ways (vocab-parallel embedding; norms "
                      "replicated, negligible)")
     # device-map: contiguous layer runs
-    if facts is not None and gpus > facts.num_layers:
+    arch = facts.architecture if facts is not None else None
+    if arch is not None and gpus > arch.num_layers:
         raise SheetError(f"device-map places whole decoder layers: {gpus} GPUs for "
-                         f"{facts.num_layers} layers would leave GPUs empty; use at most "
-                         f"{facts.num_layers}", field="placement.gpus", value=gpus)
-    if facts is None:
+                         f"{arch.num_layers} layers would leave GPUs empty; use at most "
+                         f"{arch.num_layers}", field="placement.gpus", value=gpus)
+    if arch is None:
         return Share(gpus, strategy, 1, Fraction(1, gpus), Fraction(1, gpus), concurrency,
                      f"1/{gpus} of the weights per GPU (bare count: no layer structure)")
-    layers_here = -(-facts.num_layers // gpus)
-    layer_frac = Fraction(layers_here, facts.num_layers)
-    embed = facts.parameters_by_role("embedding")
-    head = facts.parameters_by_role("lm_head")
-    total = facts.total_parameters
+    layers_here = -(-arch.num_layers // gpus)
+    layer_frac = Fraction(layers_here, arch.num_layers)
+    embed = arch.parameters_by_role("embedding")
+    head = arch.parameters_by_role("lm_head")
+    total = arch.total_parameters
     body = total - embed - head
     heaviest = layer_frac * body + max(embed, head)
     return Share(gpus, strategy, 1, Fraction(heaviest) / total, layer_frac, concurrency,
-                 f"ceil({facts.num_layers}/{gpus}) = {layers_here} layers + the larger of "
+                 f"ceil({arch.num_layers}/{gpus}) = {layers_here} layers + the larger of "
                  "embedding / lm_head on the heaviest GPU")

@@ -84,24 +84,26 @@ class FormatSplit:
     unmatched: tuple[str, ...] = ()
 
 
+_PARAM_ROLE = {"expert": "expert_linear", "router": "router", "lm_head": "lm_head"}
+"""A module's role (``LinearModule.role``) → the role of the parameter group that holds it;
+every other module is a decoder ``linear``."""
+
+
 def _module_role(m: LinearModule) -> str:
-    if m.router:
-        return "router"
-    if m.experts:
-        return "expert_linear"
-    return "lm_head" if m.path == "lm_head" else "linear"
+    return _PARAM_ROLE.get(m.role, "linear")
 
 
 def _excluded(facts: ModelFacts, stored: QuantConfig) -> tuple[Counter, tuple[str, ...]]:
     """Matrices the checkpoint keeps unquantized as ``{(role, rows, cols): n}``, and the
     patterns that match no module. A layer module counts when the exclusions name it
     (``model.layers.{i}.{path}``) in at least as many layers as carry it; stacked experts count
-    per stored matrix (``converted_from`` of them per expert)."""
+    per stored matrix (the ``converted_from`` tensors of each expert)."""
     out: Counter = Counter()
     used: set[str] = set()
-    for m in facts.modules:
+    arch = facts.architecture
+    for m in arch.modules:
         names = ["lm_head"] if m.path == "lm_head" else [
-            f"model.layers.{i}.{m.path}" for i in range(max(1, facts.num_layers))]
+            f"model.layers.{i}.{m.path}" for i in range(max(1, arch.num_layers))]
         matched = 0
         for name in names:
             hits = [p for p in stored.excluded if module_excluded(name, (p,))]
@@ -109,7 +111,7 @@ def _excluded(facts: ModelFacts, stored: QuantConfig) -> tuple[Counter, tuple[st
             matched += bool(hits)
         if matched < (1 if m.path == "lm_head" else m.count):
             continue
-        split = max(1, m.converted_from)
+        split = max(1, len(m.converted_from))
         out[(_module_role(m), m.rows // split, m.cols)] += m.count * max(1, m.experts) * split
     return out, tuple(p for p in stored.excluded if p not in used)
 
@@ -130,8 +132,8 @@ def _format_split(facts: ModelFacts, quant: QuantConfig | None, fmt: str,
     rec = weight_format(fmt)
     stored = facts.quant if facts.stored_format == fmt else None
     roles = rec.packs(engine, stored)
-    groups = list(facts.params) if roles is None else [g for g in facts.params
-                                                       if g.role in roles]
+    params = facts.architecture.params
+    groups = list(params) if roles is None else [g for g in params if g.role in roles]
     excluded, unmatched = (_excluded(facts, stored) if stored is not None and stored.excluded
                            else (Counter(), ()))
     packed_groups, kept = [], []
@@ -150,7 +152,7 @@ def _format_split(facts: ModelFacts, quant: QuantConfig | None, fmt: str,
             matrices=g.matrices - sum(n for _, n, _, _ in moved),
             rows=g.rows - sum(n * r for _, n, r, _ in moved),
             cols=g.cols - sum(n * c for _, n, _, c in moved)) if moved else g)
-    packed = Matrices.of(packed_groups, facts.hidden_size)
+    packed = Matrices.of(packed_groups, facts.architecture.hidden_size)
     packed_shapes = [(g.role, g.shapes) for g in packed_groups]
     return FormatSplit(roles is None, packed, tuple(packed_shapes), tuple(kept), unmatched)
 
@@ -185,7 +187,7 @@ def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str,
     rec = weight_format(fmt)
     quant = quant if quant is not None else checkpoint_quant_params(facts, fmt)
     split = format_split(facts, fmt, engine)
-    total = facts.total_parameters
+    total = facts.architecture.total_parameters
     if split.every_parameter:
         b = rec.packed_bytes(total)
         why = (" (theoretical: no metadata, no module kept in 16 bit)" if rec.theoretical else "")
@@ -217,12 +219,13 @@ def resident_matrices(facts: ModelFacts, fmt: str, *, engine: str | None,
     split = format_split(facts, fmt, engine)
     per_value = weight_format(fmt).bits / 8
     if split.every_parameter:
-        return [(g.role, n, r, c, per_value) for g in facts.params for n, r, c in g.shapes]
+        return [(g.role, n, r, c, per_value) for g in facts.architecture.params
+                for n, r, c in g.shapes]
     kept = DTYPE_BYTES[compute_dtype]
     packed_roles = {role for role, _ in split.packed_shapes}
     out = [(role, n, r, c, per_value) for role, shapes in split.packed_shapes
            for n, r, c in shapes]
     out += [(role, n, r, c, kept) for role, n, r, c in split.kept_shapes]
-    out += [(g.role, n, r, c, kept) for g in facts.params if g.role not in packed_roles
-            for n, r, c in g.shapes]
+    out += [(g.role, n, r, c, kept) for g in facts.architecture.params
+            if g.role not in packed_roles for n, r, c in g.shapes]
     return out

@@ -97,37 +97,38 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
     Returns:
         A :class:`WorkingMemory`; all sizes in bytes.
     """
+    arch = facts.architecture
     b = dtype_bytes
     t = batch * q_tokens
-    h = facts.hidden_size
-    heads = max(1, facts.num_attention_heads // tp)
-    if facts.mla is not None:
+    h = arch.hidden_size
+    heads = max(1, arch.num_attention_heads // tp)
+    if arch.mla is not None:
         # MLA (transformers DeepseekV3Attention): q and its RoPE copy, latent c_KV, up-projected
         # per-head K (and its RoPE part) and V, and the output (heads × v_head_dim).
-        m = facts.mla
+        m = arch.mla
         qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
         v = heads * m.v_head_dim
         per_token = 2 * h + 2 * qk + (m.kv_lora_rank + m.qk_rope_head_dim) + 2 * qk + 2 * v
         attn_text = (f"attention (MLA) T={t} × (2h + 4·heads·qk + latent + 2·heads·v) = "
                      f"{t} × {per_token} × {b} B")
     else:
-        q = heads * facts.head_dim
-        kv = max(1, facts.num_key_value_heads // tp) * facts.head_dim
+        q = heads * arch.head_dim
+        kv = max(1, arch.num_key_value_heads // tp) * arch.head_dim
         per_token = 2 * h + 3 * q + 3 * kv
         attn_text = f"attention T={t} × (2h + 3q + 3kv) = {t} × (2·{h} + 3·{q} + 3·{kv}) × {b} B"
     attn = t * per_token * b
     parts = [attn_text]
     mlp = 0
-    if facts.intermediate_size:
-        width = facts.intermediate_size // tp
-        mult = 3 if facts.gated_mlp else 2
+    if arch.intermediate_size:
+        width = arch.intermediate_size // tp
+        mult = 3 if arch.gated_mlp else 2
         mlp = t * (2 * h + mult * width) * b
         parts.append(f"MLP {t} × (2·{h} + {mult}·{width}) × {b} B")
     moe = 0
-    if facts.moe is not None:
-        e = facts.moe
+    if arch.moe is not None:
+        e = arch.moe
         width = e.expert_intermediate_size // tp
-        mult = 3 if facts.gated_mlp else 2
+        mult = 3 if arch.gated_mlp else 2
         shared = t * mult * width * e.num_shared_experts
         k = e.experts_per_token
         if fused_moe:
@@ -160,7 +161,7 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
                                     kv_tokens=kv_tokens, dtype_bytes=b, kernel=kernel)
     if scores:
         parts.append(f"eager scores {batch}×{heads}×{q_tokens}×{kv_tokens}×({b}+4+{b}) B")
-    vocab = facts.vocab_size
+    vocab = arch.vocab_size
     logits = batch * logits_positions * vocab * b + batch * vocab * 4 * logits_fp32_copies
     parts.append(f"logits {batch}×{logits_positions}×{vocab}×{b} B + {logits_fp32_copies} fp32 "
                  f"copies {batch}×{vocab}×4 B")
@@ -178,9 +179,9 @@ def _linear_transient(facts: ModelFacts, fmt: str, *, t: int, b: int, tp: int) -
     transient = weight_format(fmt).matmul_transient
     if transient is None:
         return 0
-    linears = [g for g in facts.params if g.role == "linear"]
+    linears = [g for g in facts.architecture.params if g.role == "linear"]
     shapes = tuple(s for g in linears for s in g.shapes)
     m = Matrices(shapes, sum(g.count for g in linears),
                  largest=max((g.largest_matrix for g in linears), default=0),
-                 hidden=facts.hidden_size)
+                 hidden=facts.architecture.hidden_size)
     return transient(m, t, b, tp)

@@ -1,7 +1,7 @@
 """What a family module returns: the architecture facts read from one config.json.
 
-:func:`gpusizer.model.config.facts_from_config` adds where the facts came from and the stored
-format to make a :class:`~gpusizer.model.facts.ModelFacts`; the fields mean the same as there.
+:func:`gpusizer.model.config.facts_from_config` wraps it with where the facts came from and the
+stored format in a :class:`~gpusizer.model.facts.ModelFacts` (``facts.architecture``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .facts import LinearModule, MlaDims, MoeDims, ParamGroup
+from .facts import LinearModule, MlaDims, MoeDims, ParamGroup, PersistentBuffer, PositionKind
 
 __all__ = ["Architecture", "FULL", "SLIDING"]
 
@@ -19,15 +19,41 @@ SLIDING = "sliding_attention"
 """``layer_types`` value of a layer whose KV cache is capped at ``sliding_window`` tokens."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Architecture:
-    """Shapes, attention layout and parameter groups of one model (see ModelFacts for meanings).
+    """Shapes, attention layout, parameter groups and module roles of one model.
 
     Attributes:
+        hidden_size: d_model (elements).
+        num_layers: decoder layers (``num_hidden_layers``).
+        num_attention_heads: query heads.
+        num_key_value_heads: KV heads (GQA/MQA); equals query heads for MHA.
+        head_dim: per-head width (explicit ``head_dim`` when config.json gives one).
+        vocab_size: tokens in the embedding.
+        intermediate_size: dense MLP width (0 when every layer is MoE and none is dense).
+        gated_mlp: True for gate/up/down MLPs (SwiGLU/GeGLU), False for two-matrix MLPs.
+        tie_word_embeddings: lm_head shares the embedding matrix.
+        layer_types: per layer ``"full_attention"`` or ``"sliding_attention"``.
+        sliding_window: window in tokens for ``sliding_attention`` layers, or None.
+        context_window_tokens: ``max_position_embeddings`` as config.json states it.
+        params: parameter groups; :attr:`total_parameters` sums them.
+        positions: how positions are encoded (:data:`~gpusizer.model.facts.PositionKind`).
+        peft_default_targets: the modules PEFT adapts when ``target_modules`` is None, from
+            ``peft/utils/constants.py`` ``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``
+            (peft 0.21) for this ``model_type``; None when PEFT has no default that works on
+            the transformers v5 model.
+        persistent_buffers: buffers transformers loads from the checkpoint that are not
+            parameters (DeepSeek-V3's ``e_score_correction_bias``); empty for most families.
+        mla: MLA dims, or None.
+        moe: MoE dims, or None.
         notes: short facts worth showing next to the source (e.g. "the checkpoint's MTP layer is
             not loaded by transformers"), appended to ``ModelFacts.source_detail``.
-        unloaded_checkpoint_layers: decoder layers the checkpoint stores but transformers does
-            not load (DeepSeek's MTP layers).
+        unloaded_checkpoint_layers: decoder layers stored in the checkpoint that transformers does
+            not load (DeepSeek MTP): on disk, not on the GPU.
+        modules: the linear layers by module path and role (LoRA targets).
+        norm: ``"rms"`` (RMSNorm, transformers upcasts to fp32) or ``"layer"`` (nn.LayerNorm).
+        norms_per_layer: hidden-wide norms per decoder layer (2; Gemma 2/3: 4; Falcon-7B: 1).
+        qk_norm: per-head norms on q and k (Qwen3, Gemma 3).
     """
 
     hidden_size: int
@@ -43,6 +69,9 @@ class Architecture:
     sliding_window: int | None
     context_window_tokens: int | None
     params: tuple[ParamGroup, ...]
+    positions: PositionKind
+    peft_default_targets: tuple[str, ...] | None
+    persistent_buffers: tuple[PersistentBuffer, ...] = ()
     mla: MlaDims | None = None
     moe: MoeDims | None = None
     notes: tuple[str, ...] = ()
@@ -51,3 +80,22 @@ class Architecture:
     norm: Literal["rms", "layer"] = "rms"
     norms_per_layer: int = 2
     qk_norm: bool = False
+
+    @property
+    def total_parameters(self) -> int:
+        """Logical parameters of the whole model (what transformers instantiates)."""
+        return sum(g.count for g in self.params)
+
+    def parameters_by_role(self, *roles: str) -> int:
+        """Sum of the groups whose role is in ``roles``."""
+        return sum(g.count for g in self.params if g.role in roles)
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Layers whose KV cache grows with the whole sequence."""
+        return sum(1 for t in self.layer_types if t != SLIDING)
+
+    @property
+    def sliding_attention_layers(self) -> int:
+        """Layers whose KV cache is capped at ``sliding_window`` tokens."""
+        return sum(1 for t in self.layer_types if t == SLIDING)

@@ -7,8 +7,6 @@ its ``model_type`` (and says so), and an unknown ``model_type`` is an error even
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-
 from ..errors import ModelError
 from .config_reader import ConfigReader
 from .facts import ModelFacts
@@ -93,10 +91,8 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
     if quant is not None and quant_where != "config.json quantization_config":
         notes.append(f"quantization read from {quant_where}")
     detail = "; ".join([source_detail, *notes])
-    # every Architecture field but its notes (folded into source_detail) is a ModelFacts field
-    shapes = {f.name: getattr(arch, f.name) for f in fields(arch) if f.name != "notes"}
     return ModelFacts(
         model_id=model_id, revision=revision, source=source, source_detail=detail,
-        architecture=str(config["model_type"]), stored_dtype=dtype, stored_format=fmt,
-        quantization_config=quant,
-        unrecognised_keys=unrecognised, **shapes)
+        model_type=str(config["model_type"]), architecture=arch, stored_dtype=dtype,
+        stored_format=fmt, quantization_config=quant,
+        unrecognised_keys=unrecognised)

@@ -8,11 +8,15 @@ split by component so a quantization can keep embeddings, lm_head, norms, biases
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from ..formats import QuantConfig, detect
 
-__all__ = ["ParamRole", "ParamGroup", "LinearModule", "MlaDims", "MoeDims", "ModelFacts",
+if TYPE_CHECKING:  # architecture.py imports this module's value types
+    from .architecture import Architecture
+
+__all__ = ["ParamRole", "ParamGroup", "ModuleRole", "MODULE_ROLES", "LinearModule",
+           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "ModelFacts",
            "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
@@ -63,6 +67,39 @@ class ParamGroup:
     shapes: tuple[tuple[int, int, int], ...] = ()
 
 
+ModuleRole = Literal["attention_in", "attention_latent", "attention_out", "mlp_in", "mlp_out",
+                     "shared_expert_in", "shared_expert_out", "expert", "router", "lm_head"]
+"""What a linear module does in its layer, which decides what autograd saves when it trains.
+
+The family states it (``model/families``); the memory stage reads the role, never the module's
+name, so a family whose projection is called ``Wqkv`` is sized like Llama's ``q_proj``.
+
+- ``attention_in``: reads the attention norm's output (q, k, v, fused qkv; MLA's ``q_a_proj``,
+  ``kv_a_proj_with_mqa`` and a direct ``q_proj``). Adapting one keeps that output for backward.
+- ``attention_latent``: MLA's up-projections (``q_b_proj``, ``kv_b_proj``), which read a latent
+  norm's output rather than the layer's attention norm (DeepSeek-V2 paper §2.1.2); the latents
+  are counted whatever trains, so adapting these saves nothing more.
+- ``attention_out``: the output projection (``o_proj``, ``dense``, ``attn.c_proj``); adapting it
+  keeps the attention output.
+- ``mlp_in`` / ``mlp_out``: the dense MLP's first matrices (gate, up, fused gate_up, fc) and its
+  last (down); adapting ``mlp_in`` keeps the MLP norm's output, ``mlp_out`` the product.
+- ``shared_expert_in`` / ``shared_expert_out``: the same matrices of DeepSeek's always-on shared
+  expert, which sits in MoE layers beside the routed experts: it reads the MLP norm's output like
+  ``mlp_in``, but is not one of the dense-layer readers (:class:`memory.activations.TrainedParts`).
+- ``expert``: a stacked routed-expert parameter (``mlp.experts.gate_up_proj``).
+- ``router``: the MoE router (``mlp.gate``, gpt-oss ``mlp.router``).
+- ``lm_head``: the output projection to the vocabulary (never in PEFT's ``all-linear``).
+"""
+
+MODULE_ROLES: frozenset[str] = frozenset(get_args(ModuleRole))
+
+PositionKind = Literal["rope", "learned", "alibi"]
+"""How a model encodes positions: ``rope`` (rotary, Su et al. 2021; an engine may cache cos/sin
+tables), ``learned`` (absolute position embeddings, a parameter: GPT-2 ``wpe``), ``alibi``
+(attention biases, Press et al. 2022: neither a parameter nor a rotary cache; Falcon with
+``alibi: true``)."""
+
+
 @dataclass(frozen=True)
 class LinearModule:
     """One kind of linear layer, by its module path inside a decoder layer (what LoRA targets).
@@ -73,27 +110,44 @@ class LinearModule:
         rows: out_features (elements).
         cols: in_features (elements).
         count: instances in the whole model (layers that carry it).
+        role: what it does in its layer (:data:`ModuleRole`).
         experts: 0 for an ``nn.Linear``/``Conv1D`` module; for a stacked routed-expert parameter,
             the number of experts it stacks (PEFT ``target_parameters`` adds one adapter per
             expert).
-        router: the MoE router (a ``…TopKRouter`` module with a 2-D weight).
-        converted_from: checkpoint tensors transformers v5 concatenates into this stacked
-            parameter at load (``gate_up_proj`` from per-expert gate and up: 2), 0 when the
-            checkpoint already stores it stacked (gpt-oss) or for plain modules.
+        converted_from: the per-expert checkpoint tensor names transformers v5 concatenates into
+            this stacked parameter at load (``gate_up_proj`` from ``("gate_proj", "up_proj")``;
+            Mixtral ``("w1", "w3")``); empty when the checkpoint already stores it stacked
+            (gpt-oss) or for plain modules. PEFT 0.21 maps targets by these names
+            (``peft/utils/transformers_weight_conversion.py`` ``_MOE_TARGET_MODULE_MAPPING``).
     """
 
     path: str
     rows: int
     cols: int
     count: int
+    role: ModuleRole
     experts: int = 0
-    router: bool = False
-    converted_from: int = 0
+    converted_from: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         """The last component of ``path`` (``q_proj``)."""
         return self.path.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PersistentBuffer:
+    """A buffer transformers registers as persistent: loaded from the checkpoint, not a parameter.
+
+    Attributes:
+        name: module path of the buffer, e.g. ``"mlp.gate.e_score_correction_bias"``.
+        elements: elements over the whole model.
+        dtype: torch dtype name as transformers creates it (``"float32"``).
+    """
+
+    name: str
+    elements: int
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -134,31 +188,21 @@ class MoeDims:
     moe_layers: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelFacts:
     """What gpusizer knows about a model, with where each fact came from.
 
     Attributes:
-        model_id: Hub id or folder path (``None`` for a bare parameter count).
+        model_id: Hub id or folder path.
         revision: commit sha, tag or branch the facts describe.
-        source: how the facts were resolved: ``path`` | ``registry`` | ``hub`` | ``parameters``.
-        source_detail: human text naming the file(s), registry entry and its public source.
-        architecture: config.json ``model_type`` (``"llama"``…), or ``"dense"`` for a bare count.
-        hidden_size: d_model (elements).
-        num_layers: decoder layers (``num_hidden_layers``).
-        num_attention_heads: query heads.
-        num_key_value_heads: KV heads (GQA/MQA); equals query heads for MHA.
-        head_dim: per-head width (explicit ``head_dim`` when config.json gives one).
-        vocab_size: tokens in the embedding.
-        intermediate_size: dense MLP width (0 when every layer is MoE and none is dense).
-        gated_mlp: True for gate/up/down MLPs (SwiGLU/GeGLU), False for two-matrix MLPs.
-        context_window_tokens: ``max_position_embeddings`` as config.json states it.
-        tie_word_embeddings: lm_head shares the embedding matrix.
-        layer_types: per layer ``"full_attention"`` or ``"sliding_attention"``.
-        sliding_window: window in tokens for ``sliding_attention`` layers, or None.
-        mla: MLA dims, or None.
-        moe: MoE dims, or None.
-        params: parameter groups; ``total_parameters`` sums them.
+        source: how the facts were resolved: ``path`` | ``registry`` | ``hub``.
+        source_detail: human text naming the file(s), registry entry and its public source, and
+            the architecture's notes.
+        model_type: config.json ``model_type`` (``"llama"``…), which picked the family; the JSON
+            output prints it as ``model.architecture``.
+        architecture: what the family read: shapes, attention layout, parameter groups, module
+            roles, positions, PEFT defaults and buffers
+            (:class:`~gpusizer.model.architecture.Architecture`).
         stored_dtype: config.json ``torch_dtype``/``dtype`` (e.g. ``"bfloat16"``) or None.
         stored_format: the weight format as stored, in the sheet's vocabulary (``bf16``, ``fp8``,
             ``gptq-int4``, ``mxfp4``, ``int8``, ``nf4``…), or None when unknown.
@@ -170,67 +214,23 @@ class ModelFacts:
             ``metadata.total_size``, or None when no header was read.
         stored_bytes_source: where ``stored_bytes`` came from.
         unrecognised_keys: config.json keys the family module did not use (recorded, not swallowed).
-        unloaded_checkpoint_layers: decoder layers stored in the checkpoint that transformers does
-            not load (DeepSeek MTP): on disk, not on the GPU.
-        modules: the linear layers by module path (LoRA targets), empty for a bare count.
-        norm: ``"rms"`` (RMSNorm, transformers upcasts to fp32) or ``"layer"`` (nn.LayerNorm).
-        norms_per_layer: hidden-wide norms per decoder layer (2; Gemma 2/3: 4; Falcon-7B: 1).
-        qk_norm: per-head norms on q and k (Qwen3, Gemma 3).
     """
 
     model_id: str | None
     revision: str | None
     source: str
     source_detail: str
-    architecture: str
-    hidden_size: int
-    num_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    vocab_size: int
-    intermediate_size: int
-    gated_mlp: bool
-    context_window_tokens: int | None
-    tie_word_embeddings: bool
-    layer_types: tuple[str, ...]
-    sliding_window: int | None
-    params: tuple[ParamGroup, ...]
-    mla: MlaDims | None = None
-    moe: MoeDims | None = None
+    model_type: str
+    architecture: Architecture
     stored_dtype: str | None = None
     stored_format: str | None = None
     quantization_config: dict | None = field(default=None, hash=False, compare=False)
     stored_bytes: int | None = None
     stored_bytes_source: str | None = None
     unrecognised_keys: tuple[str, ...] = ()
-    unloaded_checkpoint_layers: int = 0
-    modules: tuple[LinearModule, ...] = ()
-    norm: Literal["rms", "layer"] = "rms"
-    norms_per_layer: int = 2
-    qk_norm: bool = False
     quant: QuantConfig | None = field(init=False, default=None, hash=False, compare=False,
                                       repr=False)
 
     def __post_init__(self) -> None:
         parsed = detect(self.quantization_config) if self.quantization_config else None
         object.__setattr__(self, "quant", parsed)
-
-    @property
-    def total_parameters(self) -> int:
-        """Logical parameters of the whole model (what transformers instantiates)."""
-        return sum(g.count for g in self.params)
-
-    def parameters_by_role(self, *roles: str) -> int:
-        """Sum of the groups whose role is in ``roles``."""
-        return sum(g.count for g in self.params if g.role in roles)
-
-    @property
-    def full_attention_layers(self) -> int:
-        """Layers whose KV cache grows with the whole sequence."""
-        return sum(1 for t in self.layer_types if t != "sliding_attention")
-
-    @property
-    def sliding_attention_layers(self) -> int:
-        """Layers whose KV cache is capped at ``sliding_window`` tokens."""
-        return sum(1 for t in self.layer_types if t == "sliding_attention")

@@ -37,9 +37,9 @@ def scale_elements(facts: ModelFacts) -> int:
     meta = None
     if rec is not None:
         roles = rec.packs(None, facts.quant)
-        groups = [g for g in facts.params if roles is None or g.role in roles]
+        groups = [g for g in facts.architecture.params if roles is None or g.role in roles]
         quant = quant_params(None, facts.quant, fmt, stored_format=fmt)
-        meta = rec.metadata(Matrices.of(groups, facts.hidden_size), quant)
+        meta = rec.metadata(Matrices.of(groups, facts.architecture.hidden_size), quant)
     if meta is None or meta.elements is None:
         raise ModelError(f"the scale layout of stored format {fmt!r} is not modelled",
                          field="stored_format", value=fmt, file=facts.source_detail)
@@ -49,14 +49,13 @@ def scale_elements(facts: ModelFacts) -> int:
 def buffer_elements(facts: ModelFacts) -> int:
     """Elements of persistent buffers transformers loads from the checkpoint (not parameters).
 
-    DeepSeek-V3: the router's ``e_score_correction_bias`` (``register_buffer``, float32), one per
-    routed expert and MoE layer (transformers ``models/deepseek_v3/modeling_deepseek_v3.py``).
-    Other families: 0 (rotary ``inv_freq`` and GPT-2's causal mask are non-persistent in current
+    The family declares them (``Architecture.persistent_buffers``): DeepSeek-V3's router
+    ``e_score_correction_bias`` (``register_buffer``, float32), one per routed expert and MoE
+    layer (transformers ``models/deepseek_v3/modeling_deepseek_v3.py``). Other families declare
+    none (rotary ``inv_freq`` and GPT-2's causal mask are non-persistent in current
     transformers, though old checkpoints store them).
     """
-    if facts.architecture == "deepseek_v3" and facts.moe is not None:
-        return facts.moe.num_experts * facts.moe.moe_layers
-    return 0
+    return sum(b.elements for b in facts.architecture.persistent_buffers)
 
 
 def stored_tensor_elements(facts: ModelFacts) -> int:
@@ -68,4 +67,4 @@ def stored_tensor_elements(facts: ModelFacts) -> int:
     Raises:
         ModelError: see :func:`scale_elements`.
     """
-    return facts.total_parameters + scale_elements(facts) + buffer_elements(facts)
+    return facts.architecture.total_parameters + scale_elements(facts) + buffer_elements(facts)

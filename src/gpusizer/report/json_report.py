@@ -98,12 +98,13 @@ def _model_core(sheet: Sheet, facts: ModelFacts | None, trainable: int | None) -
                 "trainable_parameters": trainable, "architecture": None,
                 "context_window_tokens": None, "source": "parameters",
                 "source_detail": "bare parameter count from the sheet (the seed's calculator)"}
-    return {"id": facts.model_id, "revision": facts.revision, "parameters": facts.total_parameters,
-            "trainable_parameters": trainable, "architecture": facts.architecture,
-            "context_window_tokens": facts.context_window_tokens, "source": facts.source,
+    arch = facts.architecture
+    return {"id": facts.model_id, "revision": facts.revision, "parameters": arch.total_parameters,
+            "trainable_parameters": trainable, "architecture": facts.model_type,
+            "context_window_tokens": arch.context_window_tokens, "source": facts.source,
             "source_detail": facts.source_detail, "stored_format": facts.stored_format,
             "stored_bytes": facts.stored_bytes,
-            "parameters_by_component": {g.name: g.count for g in facts.params},
+            "parameters_by_component": {g.name: g.count for g in arch.params},
             "unrecognised_keys": list(facts.unrecognised_keys)}
 
 

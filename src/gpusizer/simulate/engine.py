@@ -128,7 +128,7 @@ def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None 
             f"({weight_format(running_format).layout}) are not simulated by this version: use "
             "gpusizer estimate", field="weights", value=sheet.weights)
     if _packs_experts(running_format) and facts is not None \
-            and facts.parameters_by_role("expert_linear") > 0:
+            and facts.architecture.parameters_by_role("expert_linear") > 0:
         raise UnsupportedBySimulation(
             f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
             "tensors the simulation does not lay out; expected a model without routed experts "

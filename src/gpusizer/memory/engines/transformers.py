@@ -96,7 +96,7 @@ class TransformersEngine(EngineBase):
         if self.kv_static(inference):
             return []
         lf = layer_fraction
-        layers_here = max(1, -(-facts.num_layers * lf.numerator // lf.denominator))
+        layers_here = max(1, -(-facts.architecture.num_layers * lf.numerator // lf.denominator))
         per_layer = kv_bytes // layers_here
         return [Item("kv_cache_growth_transient", per_layer // 2, "estimated", ("decode",),
                      "transformers DynamicLayer.update grows K and V with torch.cat: the old "

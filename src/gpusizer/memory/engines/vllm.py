@@ -163,7 +163,7 @@ class VllmEngine(EngineBase):
             out.insert(1, Item("rotary_cache", rope, "estimated", ("load", "prefill", "decode"),
                                "vLLM RotaryEmbedding._compute_cos_sin_cache: "
                                "max_position_embeddings × rotary_dim values in the model dtype",
-                               f"{facts.context_window_tokens} positions × rotary dim × "
+                               f"{facts.architecture.context_window_tokens} positions × rotary dim × "
                                f"{DTYPE_BYTES[compute_dtype]} B = {rope} B"))
         return out
 

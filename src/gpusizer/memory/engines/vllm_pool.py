@@ -23,19 +23,18 @@ from ..kv_cache import KvLayout, kv_bytes
 from ..working_memory import forward_working_bytes
 from .base import PoolSplit
 
-# Families with learned absolute position embeddings (no rotary cache).
-_LEARNED_POSITIONS = frozenset({"gpt2"})
-
 __all__ = ["rotary_cache_bytes", "profile_activation_bytes", "vllm_split"]
 
 
 def rotary_cache_bytes(facts: ModelFacts, dtype_bytes: int) -> int:
     """vLLM's cos/sin cache: ``max_position_embeddings × rotary_dim × dtype`` bytes per GPU
-    (rotary_dim = head_dim, or qk_rope_head_dim for MLA); 0 for models without RoPE (gpt2)."""
-    if facts.architecture in _LEARNED_POSITIONS or facts.context_window_tokens is None:
+    (rotary_dim = head_dim, or qk_rope_head_dim for MLA); 0 without RoPE (learned positions: gpt2;
+    ALiBi: Falcon with alibi, whose vLLM model builds no rotary embedding)."""
+    arch = facts.architecture
+    if arch.positions != "rope" or arch.context_window_tokens is None:
         return 0
-    rotary_dim = facts.mla.qk_rope_head_dim if facts.mla else facts.head_dim
-    return facts.context_window_tokens * rotary_dim * dtype_bytes
+    rotary_dim = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
+    return arch.context_window_tokens * rotary_dim * dtype_bytes
 
 
 def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
@@ -46,17 +45,18 @@ def profile_activation_bytes(facts: ModelFacts, *, max_num_batched_tokens: int,
     One forward of ``max_num_batched_tokens`` tokens through FlashAttention (no S × S matrix), then
     logits for ``min(max_num_seqs, tokens)`` sequences cast to fp32 with one fp32 probability copy.
     """
+    arch = facts.architecture
     seqs = min(max_num_seqs, max_num_batched_tokens)
     wm = forward_working_bytes(facts, batch=1, q_tokens=max_num_batched_tokens,
                                kv_tokens=max_num_batched_tokens, dtype_bytes=dtype_bytes,
                                kernel="flash", logits_positions=0, logits_fp32_copies=0, tp=tp,
                                fused_moe=True, keeps_inputs_embeds=False,  # VllmEngine's
                                weights_format=weights_format)
-    sampler = seqs * facts.vocab_size * (dtype_bytes + 4 + 4)
-    tail = max_num_batched_tokens * 2 * facts.hidden_size * dtype_bytes + sampler
+    sampler = seqs * arch.vocab_size * (dtype_bytes + 4 + 4)
+    tail = max_num_batched_tokens * 2 * arch.hidden_size * dtype_bytes + sampler
     total = max(wm.layer_bytes, tail)
     text = (f"max(layer working {wm.layer_bytes} B, final hidden + sampler {seqs} seqs × "
-            f"{facts.vocab_size} × ({dtype_bytes}+4+4) B = {tail} B) for "
+            f"{arch.vocab_size} × ({dtype_bytes}+4+4) B = {tail} B) for "
             f"{max_num_batched_tokens} batched tokens")
     return total, text
 

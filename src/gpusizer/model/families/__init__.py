@@ -3,7 +3,8 @@
 Every family module exposes the same two names:
 
 - ``IGNORED_KEYS``: config keys of that family known not to change memory (documented);
-- ``describe(cfg: ConfigReader) -> Architecture``: shapes, attention layout and parameter groups.
+- ``describe(cfg: ConfigReader) -> Architecture``: shapes, attention layout, parameter groups,
+  module roles, PEFT default targets, positions and persistent buffers.
 
 See ``README.md`` in this folder to add a family.
 """

@@ -9,9 +9,9 @@ bias)`` holds ``out × in`` weights (+ ``out`` bias) — PyTorch ``torch/nn/modu
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..facts import LinearModule, ParamGroup, ParamRole
+from ..facts import LinearModule, ModuleRole, ParamGroup, ParamRole
 
 __all__ = ["Linear", "Experts", "DecoderShapes", "gqa_attention", "mlp", "param_groups",
            "linear_modules"]
@@ -20,12 +20,14 @@ __all__ = ["Linear", "Experts", "DecoderShapes", "gqa_attention", "mlp", "param_
 @dataclass(frozen=True)
 class Linear:
     """One weight matrix: ``rows`` = out_features, ``cols`` = in_features, optional bias (rows),
-    and its module name in transformers (``q_proj``, ``c_attn``…), the name PEFT targets."""
+    its module name in transformers (``q_proj``, ``c_attn``…, the name PEFT targets) and its
+    role in the layer (:data:`~gpusizer.model.facts.ModuleRole`: what the memory stage reads)."""
 
     rows: int
     cols: int
     bias: bool = False
     name: str = ""
+    role: ModuleRole = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,10 @@ class Experts:
         shared: the always-on shared expert MLP (DeepSeek), empty if none.
         stacked: the checkpoint stores each matrix kind as one 3-D tensor over all experts
             (gpt-oss ``gate_up_proj``), rather than one tensor per expert.
+
+    ``expert`` names the checkpoint's per-expert tensors (``gate_proj``…; Mixtral ``w1``, ``w3``,
+    ``w2``): transformers v5 concatenates them into stacked parameters, and PEFT maps LoRA targets
+    by those names (:attr:`~gpusizer.model.facts.LinearModule.converted_from`).
     """
 
     count: int
@@ -92,12 +98,13 @@ def gqa_attention(hidden: int, heads: int, kv_heads: int, head_dim: int, *, qkv_
     (fused: qkv, o). Source: transformers ``models/llama/modeling_llama.py`` ``LlamaAttention``.
     """
     q, kv = heads * head_dim, kv_heads * head_dim
-    o = Linear(hidden, q, o_bias, names[-1])
+    o = Linear(hidden, q, o_bias, names[-1], role="attention_out")
     if fused_qkv:
         qkv = names[0] if len(names) == 2 else "qkv_proj"
-        return (Linear(q + 2 * kv, hidden, qkv_bias, qkv), o)
-    return (Linear(q, hidden, qkv_bias, names[0]), Linear(kv, hidden, qkv_bias, names[1]),
-            Linear(kv, hidden, qkv_bias, names[2]), o)
+        return (Linear(q + 2 * kv, hidden, qkv_bias, qkv, role="attention_in"), o)
+    return (Linear(q, hidden, qkv_bias, names[0], role="attention_in"),
+            Linear(kv, hidden, qkv_bias, names[1], role="attention_in"),
+            Linear(kv, hidden, qkv_bias, names[2], role="attention_in"), o)
 
 
 def mlp(hidden: int, intermediate: int, *, gated: bool, bias: bool = False,
@@ -105,20 +112,23 @@ def mlp(hidden: int, intermediate: int, *, gated: bool, bias: bool = False,
     """Feed-forward matrices: gated = gate, up (hidden → intermediate) and down; else up and down.
 
     ``names``: module names in that order (defaults: ``gate_proj``, ``up_proj``, ``down_proj``;
-    fused ``gate_up_proj``, ``down_proj``; two matrices ``up_proj``, ``down_proj``).
+    fused ``gate_up_proj``, ``down_proj``; two matrices ``up_proj``, ``down_proj``). Roles: the
+    last matrix is ``mlp_out``, the others ``mlp_in``.
     Source: transformers ``models/llama/modeling_llama.py`` ``LlamaMLP`` (gated),
     ``models/gpt2/modeling_gpt2.py`` ``GPT2MLP`` (two matrices); Phi-3 fuses gate and up.
     """
     if not gated:
         up, down = names or ("up_proj", "down_proj")
-        return (Linear(intermediate, hidden, bias, up), Linear(hidden, intermediate, bias, down))
+        return (Linear(intermediate, hidden, bias, up, role="mlp_in"),
+                Linear(hidden, intermediate, bias, down, role="mlp_out"))
     if fused_gate_up:
         gate_up, down = names or ("gate_up_proj", "down_proj")
-        return (Linear(2 * intermediate, hidden, bias, gate_up),
-                Linear(hidden, intermediate, bias, down))
+        return (Linear(2 * intermediate, hidden, bias, gate_up, role="mlp_in"),
+                Linear(hidden, intermediate, bias, down, role="mlp_out"))
     gate, up, down = names or ("gate_proj", "up_proj", "down_proj")
-    return (Linear(intermediate, hidden, bias, gate), Linear(intermediate, hidden, bias, up),
-            Linear(hidden, intermediate, bias, down))
+    return (Linear(intermediate, hidden, bias, gate, role="mlp_in"),
+            Linear(intermediate, hidden, bias, up, role="mlp_in"),
+            Linear(hidden, intermediate, bias, down, role="mlp_out"))
 
 
 def param_groups(shapes: DecoderShapes) -> tuple[ParamGroup, ...]:
@@ -175,42 +185,45 @@ def _linear_groups(name: str, role: ParamRole, matrices: tuple[Linear, ...], tim
 
 
 def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
-    """The model's linear layers by module path, as PEFT sees them (``target_modules`` suffixes).
+    """The model's linear layers by module path and role, as PEFT sees them (``target_modules``
+    suffixes).
 
-    Decoder-layer ``nn.Linear``/``Conv1D`` modules under the attention and MLP prefixes; MoE routed
-    experts as transformers v5 stores them — one stacked parameter per kind, ``gate_up_proj``
-    (gate and up fused, 2·I × h) and ``down_proj`` (h × I), over all experts
-    (``models/mixtral/modeling_mixtral.py`` ``MixtralExperts``) — which PEFT reaches through
-    ``target_parameters`` with one adapter per expert (``peft/tuners/lora/layer.py``
-    ``ParamWrapper``); shared experts under ``mlp.shared_experts``; the router (``mlp.gate``;
-    gpt-oss ``mlp.router``); and ``lm_head``.
+    Decoder-layer ``nn.Linear``/``Conv1D`` modules under the attention and MLP prefixes, with the
+    role their :class:`Linear` states; MoE routed experts as transformers v5 stores them — one
+    stacked parameter per kind, ``gate_up_proj`` (gate and up fused, 2·I × h) and ``down_proj``
+    (h × I), over all experts (``models/mixtral/modeling_mixtral.py`` ``MixtralExperts``), role
+    ``expert`` — which PEFT reaches through ``target_parameters`` with one adapter per expert
+    (``peft/tuners/lora/layer.py`` ``ParamWrapper``); shared experts under
+    ``mlp.shared_experts`` (roles ``shared_expert_in`` / ``shared_expert_out``); the router
+    (``mlp.gate``; gpt-oss ``mlp.router``); and ``lm_head``.
     """
     s = shapes
     dense_layers = s.num_layers - s.moe_layers
     out: list[LinearModule] = []
 
-    def add(prefix: str, mats: tuple[Linear, ...], count: int) -> None:
+    def add(prefix: str, mats: tuple[Linear, ...], count: int,
+            roles: dict[str, ModuleRole] | None = None) -> None:
         if count:
-            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count) for m in mats)
+            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count,
+                                    (roles or {}).get(m.role, m.role)) for m in mats)
 
     add(s.attention_prefix, s.attention, s.num_layers)
     add(s.mlp_prefix, s.dense_mlp, dense_layers)
     e = s.experts
     if e is not None and s.moe_layers:
-        mats = e.expert
-        if len(mats) == 3:  # gate, up, down → v5 stacks gate and up as one gate_up_proj
-            gate, up, down = mats
-            mats = (Linear(gate.rows + up.rows, gate.cols, name="gate_up_proj"),
-                    Linear(down.rows, down.cols, name="down_proj"))
-        else:
-            mats = tuple(Linear(m.rows, m.cols, name=n)
-                         for m, n in zip(mats, ("gate_up_proj", "down_proj"), strict=True))
-        for m, n_src in zip(mats, (2, 1), strict=True):
-            out.append(LinearModule(f"{s.mlp_prefix}.experts.{m.name}", m.rows, m.cols,
-                                    s.moe_layers, e.count,
-                                    converted_from=0 if e.stacked else n_src))
-        add(f"{s.mlp_prefix}.shared_experts", e.shared, s.moe_layers)
+        *first, last = e.expert
+        # v5 stacks every matrix but the last (gate and up, or an already fused gate_up) as one
+        # gate_up_proj, and the last as down_proj; the checkpoint's per-expert names stay as the
+        # sources of the conversion, unless it already stores them stacked
+        stacked = (("gate_up_proj", sum(m.rows for m in first), first[0].cols, first),
+                   ("down_proj", last.rows, last.cols, (last,)))
+        for name, rows, cols, sources in stacked:
+            converted = () if e.stacked else tuple(m.name for m in sources)
+            out.append(LinearModule(f"{s.mlp_prefix}.experts.{name}", rows, cols, s.moe_layers,
+                                    "expert", e.count, converted_from=converted))
+        add(f"{s.mlp_prefix}.shared_experts", e.shared, s.moe_layers,
+            {"mlp_in": "shared_expert_in", "mlp_out": "shared_expert_out"})
         out.append(LinearModule(f"{s.mlp_prefix}.{e.router.name or 'gate'}", e.router.rows,
-                                e.router.cols, s.moe_layers, router=True))
-    out.append(LinearModule("lm_head", s.vocab_size, s.hidden_size, 1, 0))
+                                e.router.cols, s.moe_layers, e.router.role))
+    out.append(LinearModule("lm_head", s.vocab_size, s.hidden_size, 1, "lm_head"))
     return tuple(out)

@@ -22,5 +22,5 @@ IGNORED_KEYS: frozenset[str] = ROUTING_KEYS
 
 def describe(cfg: ConfigReader) -> Architecture:
     """Shapes, layout and parameter groups of a DeepSeek-V3 config (see module docstring)."""
-    return describe_mla_moe(cfg, notes=(
+    return describe_mla_moe(cfg, correction_bias=True, notes=(
         "router e_score_correction_bias is a buffer (loaded, not a parameter)",))

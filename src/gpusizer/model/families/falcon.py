@@ -63,11 +63,13 @@ def describe(cfg: ConfigReader) -> Architecture:
         attention_prefix="self_attention")
     layer_types, window = full_only(layers)
     notes = ("ALiBi positions (no rotary, no position parameters)",) if alibi else ()
+    # PEFT 0.21 TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["falcon"]: query_key_value
     return Architecture(
         hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
         num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab,
         intermediate_size=ffn, gated_mlp=False, tie_word_embeddings=tie,
         layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), notes=notes, modules=linear_modules(shapes), norm="layer",
-        norms_per_layer=norms)
+        params=param_groups(shapes), positions="alibi" if alibi else "rope",
+        peft_default_targets=("query_key_value",), notes=notes, modules=linear_modules(shapes),
+        norm="layer", norms_per_layer=norms)

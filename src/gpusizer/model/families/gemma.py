@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .layer_pattern import full_only
-from .llama_like import LlamaStyle, describe_llama_like
+from .llama_like import PEFT_Q_V, LlamaStyle, describe_llama_like
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -19,7 +19,8 @@ IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
 STYLE = LlamaStyle(layers=lambda cfg, n: full_only(n), tie_default=True,
-                   qkv_bias="attention_bias", o_bias="attention_bias")
+                   qkv_bias="attention_bias", o_bias="attention_bias",
+                   peft_default_targets=PEFT_Q_V)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

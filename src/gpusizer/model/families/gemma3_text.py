@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .layer_pattern import periodic
-from .llama_like import LlamaStyle, describe_llama_like
+from .llama_like import PEFT_Q_V, LlamaStyle, describe_llama_like
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -23,7 +23,7 @@ STYLE = LlamaStyle(
     layers=lambda cfg, n: periodic(cfg, n, period=6, window_default=4096,
                                    period_key="sliding_window_pattern"),
     tie_default=True, qkv_bias="attention_bias", o_bias="attention_bias", qk_norm=True,
-    norms_per_layer=4)
+    norms_per_layer=4, peft_default_targets=PEFT_Q_V)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

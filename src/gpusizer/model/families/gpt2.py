@@ -57,9 +57,11 @@ def describe(cfg: ConfigReader) -> Architecture:
                                                   names=("c_fc", "c_proj")),
         position_embeddings=positions * hidden, attention_prefix="attn")
     layer_types, window = full_only(layers)
+    # positions: the learned wpe table; PEFT 0.21's default LoRA target for gpt2 is c_attn
     return Architecture(
         hidden_size=hidden, num_layers=layers, num_attention_heads=heads,
         num_key_value_heads=heads, head_dim=hidden // heads, vocab_size=vocab,
         intermediate_size=inner, gated_mlp=False, tie_word_embeddings=tie,
         layer_types=layer_types, sliding_window=window, context_window_tokens=positions,
-        params=param_groups(shapes), modules=linear_modules(shapes), norm="layer")
+        params=param_groups(shapes), positions="learned",
+        peft_default_targets=("c_attn",), modules=linear_modules(shapes), norm="layer")

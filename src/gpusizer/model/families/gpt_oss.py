@@ -35,8 +35,10 @@ def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
     if legacy != top_k:
         raise cfg.error("experts_per_token", f"{legacy} disagrees with num_experts_per_tok "
                         f"{top_k}", legacy)
-    expert = (Linear(2 * width, d.hidden_size, bias=True), Linear(d.hidden_size, width, bias=True))
-    block = Experts(count=experts, expert=expert, router=Linear(experts, d.hidden_size, True, "router"),
+    expert = (Linear(2 * width, d.hidden_size, bias=True, role="expert"),
+              Linear(d.hidden_size, width, bias=True, role="expert"))
+    block = Experts(count=experts, expert=expert,
+                    router=Linear(experts, d.hidden_size, True, "router", role="router"),
                     stacked=True)
     dims = MoeDims(num_experts=experts, experts_per_token=top_k, expert_intermediate_size=width,
                    num_shared_experts=0, moe_layers=d.num_layers)
@@ -46,7 +48,8 @@ def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
 STYLE = LlamaStyle(layers=lambda cfg, n: periodic(cfg, n, period=2, window_default=128),
                    qkv_bias="attention_bias", o_bias="attention_bias",
                    attention_bias_default=True, sinks=True,
-                   head_dim_default=64, moe=_moe)
+                   head_dim_default=64, moe=_moe,
+                   peft_default_targets=None)   # none in PEFT 0.21's table
 
 
 def describe(cfg: ConfigReader) -> Architecture:

@@ -18,9 +18,14 @@ from ..config_reader import ConfigReader
 from ..facts import MoeDims
 from .decoder import DecoderShapes, Experts, gqa_attention, linear_modules, mlp, param_groups
 
-__all__ = ["Dims", "MoeBlock", "LlamaStyle", "read_dims", "describe_llama_like"]
+__all__ = ["Dims", "MoeBlock", "LlamaStyle", "PEFT_Q_V", "read_dims", "describe_llama_like"]
 
 BiasRule = Literal["never", "always", "attention_bias"]
+
+PEFT_Q_V: tuple[str, ...] = ("q_proj", "v_proj")
+"""PEFT's default LoRA targets for the Llama-shaped families it lists (``peft/utils/constants.py``
+``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``, peft 0.21: llama, mistral, qwen2, qwen3,
+gemma, gemma2, gemma3_text)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,11 @@ class LlamaStyle:
         head_dim_default: ``head_dim`` when absent (None: hidden_size / num_attention_heads).
         layers: the ``layer_types`` rule, from :mod:`.layer_pattern`.
         moe: reads the MoE block, or None for a dense model.
+        peft_default_targets: PEFT's default LoRA targets for this ``model_type`` (see
+            :attr:`~gpusizer.model.architecture.Architecture.peft_default_targets`), or None.
+
+    Positions are rotary in every Llama-shaped family (``LlamaRotaryEmbedding``; its ``inv_freq``
+    buffer is non-persistent), so none declares a persistent buffer.
     """
 
     layers: Callable[[ConfigReader, int], tuple[tuple[str, ...], int | None]]
@@ -74,6 +84,7 @@ class LlamaStyle:
     sinks: bool = False
     head_dim_default: int | None = None
     moe: Callable[[ConfigReader, Dims], MoeBlock] | None = None
+    peft_default_targets: tuple[str, ...] | None = None
 
 
 def read_dims(cfg: ConfigReader, *, head_dim_default: int | None = None) -> Dims:
@@ -136,6 +147,7 @@ def describe_llama_like(cfg: ConfigReader, style: LlamaStyle) -> Architecture:
         intermediate_size=intermediate if moe_layers < d.num_layers else 0, gated_mlp=True,
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), moe=block.dims if block else None,
+        params=param_groups(shapes), positions="rope",
+        peft_default_targets=style.peft_default_targets, moe=block.dims if block else None,
         modules=linear_modules(shapes), norms_per_layer=style.norms_per_layer,
         qk_norm=style.qk_norm)

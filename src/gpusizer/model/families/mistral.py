@@ -11,14 +11,14 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .layer_pattern import uniform_window
-from .llama_like import LlamaStyle, describe_llama_like
+from .llama_like import PEFT_Q_V, LlamaStyle, describe_llama_like
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
 IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
-STYLE = LlamaStyle(layers=uniform_window)
+STYLE = LlamaStyle(layers=uniform_window, peft_default_targets=PEFT_Q_V)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
-from ..facts import MlaDims, MoeDims
+from ..facts import MlaDims, MoeDims, PersistentBuffer
 from .decoder import DecoderShapes, Experts, Linear, linear_modules, mlp, param_groups
 from .layer_pattern import full_only
 
@@ -44,17 +44,26 @@ def _attention(cfg: ConfigReader, hidden: int,
                   v_head_dim=cfg.require_int("v_head_dim"), q_lora_rank=q_lora)
     bias = cfg.flag("attention_bias", False)
     qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-    q = ((Linear(heads * qk, hidden, name="q_proj"),) if q_lora is None
-         else (Linear(q_lora, hidden, bias, "q_a_proj"), Linear(heads * qk, q_lora, name="q_b_proj")))
-    kv = (Linear(mla.kv_lora_rank + mla.qk_rope_head_dim, hidden, bias, "kv_a_proj_with_mqa"),
+    # the down-projections read the attention norm's output, the up-projections a latent norm's
+    q = ((Linear(heads * qk, hidden, name="q_proj", role="attention_in"),) if q_lora is None
+         else (Linear(q_lora, hidden, bias, "q_a_proj", role="attention_in"),
+               Linear(heads * qk, q_lora, name="q_b_proj", role="attention_latent")))
+    kv = (Linear(mla.kv_lora_rank + mla.qk_rope_head_dim, hidden, bias, "kv_a_proj_with_mqa",
+                 role="attention_in"),
           Linear(heads * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank,
-                 name="kv_b_proj"))
+                 name="kv_b_proj", role="attention_latent"))
     norms = mla.kv_lora_rank + (q_lora or 0)
-    return q + kv + (Linear(hidden, heads * mla.v_head_dim, bias, "o_proj"),), norms, mla
+    o = Linear(hidden, heads * mla.v_head_dim, bias, "o_proj", role="attention_out")
+    return q + kv + (o,), norms, mla
 
 
-def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Architecture:
+def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = (),
+                     correction_bias: bool = False) -> Architecture:
     """Architecture of a DeepSeek-V2/V3 config (see module docstring).
+
+    ``correction_bias``: the router registers a persistent fp32 ``e_score_correction_bias`` of
+    one value per routed expert (V3's ``DeepseekV3TopkRouter``). Positions are rotary (the
+    decoupled RoPE key). PEFT 0.21 has no default LoRA targets for either version.
 
     Raises:
         ModelError: a required key is missing, or ``moe_layer_freq`` is not 1.
@@ -74,7 +83,7 @@ def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Archi
         width = cfg.require_int("moe_intermediate_size")
         shared = cfg.nullable_int("n_shared_experts", minimum=0) or 0
         experts = Experts(count=routed, expert=mlp(hidden, width, gated=True),
-                          router=Linear(routed, hidden),
+                          router=Linear(routed, hidden, role="router"),
                           shared=mlp(hidden, width * shared, gated=True) if shared else ())
         moe = MoeDims(num_experts=routed, experts_per_token=cfg.require_int("num_experts_per_tok"),
                       expert_intermediate_size=width, num_shared_experts=shared,
@@ -84,6 +93,8 @@ def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Archi
         notes += (f"num_nextn_predict_layers={mtp}: the checkpoint's multi-token-prediction "
                   "layer(s) are not loaded by transformers and not counted",)
     tie = cfg.flag("tie_word_embeddings", False)
+    buffers = ((PersistentBuffer("mlp.gate.e_score_correction_bias", routed * moe_layers,
+                                 "float32"),) if correction_bias and routed and moe_layers else ())
     shapes = DecoderShapes(
         hidden_size=hidden, vocab_size=vocab, num_layers=layers, attention=attention,
         attention_norm_elements=attention_norms, layer_norm_elements=2 * hidden,
@@ -97,5 +108,6 @@ def describe_mla_moe(cfg: ConfigReader, *, notes: tuple[str, ...] = ()) -> Archi
         intermediate_size=intermediate if moe_layers < layers else 0, gated_mlp=True,
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
-        params=param_groups(shapes), mla=mla, moe=moe, notes=notes,
+        params=param_groups(shapes), positions="rope", peft_default_targets=None,
+        persistent_buffers=buffers, mla=mla, moe=moe, notes=notes,
         unloaded_checkpoint_layers=mtp, modules=linear_modules(shapes))

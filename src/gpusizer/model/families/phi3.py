@@ -18,7 +18,8 @@ __all__ = ["IGNORED_KEYS", "describe"]
 IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
-STYLE = LlamaStyle(layers=uniform_window, fused=True)
+# PEFT 0.21 has no default LoRA targets for phi3 (peft/utils/constants.py)
+STYLE = LlamaStyle(layers=uniform_window, fused=True, peft_default_targets=None)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

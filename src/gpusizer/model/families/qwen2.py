@@ -10,14 +10,14 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .layer_pattern import qwen_window
-from .llama_like import LlamaStyle, describe_llama_like
+from .llama_like import PEFT_Q_V, LlamaStyle, describe_llama_like
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
 IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
-STYLE = LlamaStyle(layers=qwen_window, qkv_bias="always")
+STYLE = LlamaStyle(layers=qwen_window, qkv_bias="always", peft_default_targets=PEFT_Q_V)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

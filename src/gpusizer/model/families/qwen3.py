@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .layer_pattern import qwen_window
-from .llama_like import LlamaStyle, describe_llama_like
+from .llama_like import PEFT_Q_V, LlamaStyle, describe_llama_like
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -19,7 +19,8 @@ IGNORED_KEYS: frozenset[str] = frozenset()
 """Keys of this family known not to change memory (beyond the common list in ``config.py``)."""
 
 STYLE = LlamaStyle(layers=qwen_window, qkv_bias="attention_bias", o_bias="attention_bias",
-                   qk_norm=True, head_dim_default=128)
+                   qk_norm=True, head_dim_default=128,
+                   peft_default_targets=PEFT_Q_V)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

@@ -32,7 +32,7 @@ def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
     dense_only = set(cfg.int_list("mlp_only_layers"))
     is_moe = tuple(i not in dense_only and (i + 1) % step == 0 for i in range(d.num_layers))
     block = Experts(count=experts, expert=mlp(d.hidden_size, width, gated=True),
-                    router=Linear(experts, d.hidden_size))
+                    router=Linear(experts, d.hidden_size, role="router"))
     dims = MoeDims(num_experts=experts,
                    experts_per_token=cfg.optional_int("num_experts_per_tok", 8),
                    expert_intermediate_size=width, num_shared_experts=0,
@@ -40,8 +40,9 @@ def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
     return MoeBlock(block, is_moe, dims)
 
 
+# PEFT 0.21 has no default LoRA targets for qwen3_moe (peft/utils/constants.py)
 STYLE = LlamaStyle(layers=qwen_window, qkv_bias="attention_bias", o_bias="attention_bias",
-                   qk_norm=True, moe=_moe)
+                   qk_norm=True, moe=_moe, peft_default_targets=None)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

@@ -1,0 +1,72 @@
+"""The byte widths one training run uses, decided once: compute, trained, residual, outputs.
+
+Mixed precision (``training.precision: amp``) keeps trained parameters, their gradients and
+optimizer states in fp32 and computes in the compute dtype under ``torch.autocast`` (PyTorch
+docs, Automatic Mixed Precision); ``pure`` keeps everything in the compute dtype. QLoRA's
+``prepare_model_for_kbit_training`` (``peft/utils/other.py``) casts every non-quantized
+parameter to fp32, which promotes the residual stream, and bitsandbytes linears
+(``Linear4bit``/``Linear8bitLt``) return their input's dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...formats import weight_format
+from ...sheet import Sheet
+from ..weights import DTYPE_BYTES
+
+__all__ = ["TrainingDtypes", "training_dtypes"]
+
+
+@dataclass(frozen=True)
+class TrainingDtypes:
+    """Bytes per value of each kind of tensor a training step makes.
+
+    Attributes:
+        compute_dtype: the matmul dtype (``bf16``…).
+        compute_bytes: its bytes per value (c in the formulas).
+        trainable_dtype: dtype of trained parameters, gradients and optimizer states
+            (``fp32`` under amp, else the compute dtype).
+        trainable_bytes: its bytes per value.
+        amp: precision amp (autocast over fp32 trained parameters).
+        prepare_kbit: QLoRA with ``prepare_model_for_kbit_training`` (the sheet's
+            ``training.prepare_kbit_training`` unless false): the kept modules are fp32.
+        residual_bytes: the residual stream between layers (4 once prepare_kbit makes the
+            embeddings and norms fp32, else c).
+        linear_output_bytes: outputs of the decoder linears (4 when a bitsandbytes linear gets
+            an fp32 input, else c).
+        attention_bytes: what the attention kernel keeps (the projections' dtype without
+            autocast, c when autocast casts the kernel's inputs).
+        logits_bytes: the lm_head output (4 when the fp32 lm_head runs without autocast).
+    """
+
+    compute_dtype: str
+    compute_bytes: int
+    trainable_dtype: str
+    trainable_bytes: int
+    amp: bool
+    prepare_kbit: bool
+    residual_bytes: int
+    linear_output_bytes: int
+    attention_bytes: int
+    logits_bytes: int
+
+
+def training_dtypes(sheet: Sheet, *, runs: str, compute_dtype: str) -> TrainingDtypes:
+    """The widths for ``sheet`` (a training sheet) with weights running as ``runs``."""
+    training = sheet.training
+    compute = DTYPE_BYTES[compute_dtype]
+    amp = training.precision == "amp"
+    prepare = sheet.task == "qlora" and training.prepare_kbit_training is not False
+    # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
+    linear_output = 4 if (prepare and weight_format(runs).outputs_follow_input_dtype) else compute
+    return TrainingDtypes(
+        compute_dtype=compute_dtype, compute_bytes=compute,
+        trainable_dtype="fp32" if amp else compute_dtype, trainable_bytes=4 if amp else compute,
+        amp=amp, prepare_kbit=prepare, residual_bytes=4 if prepare else compute,
+        linear_output_bytes=linear_output,
+        # without autocast the attention kernel receives those fp32 projections as they are,
+        # and the fp32 lm_head makes fp32 logits
+        attention_bytes=linear_output if not amp else compute,
+        logits_bytes=4 if (prepare and not amp) else compute)

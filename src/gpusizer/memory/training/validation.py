@@ -1,0 +1,32 @@
+"""The validation phase: a forward without gradients at the validation microbatch, plus the loss."""
+
+from __future__ import annotations
+
+from ...model.facts import ModelFacts
+from ...sheet import Training
+from ..items import Item
+from ..working_memory import forward_working_bytes
+from .dtypes import TrainingDtypes
+
+__all__ = ["validation_item"]
+
+
+def validation_item(training: Training, facts: ModelFacts, dtypes: TrainingDtypes, *,
+                    runs: str, kernel: str) -> Item:
+    """``validation_working``: the no-grad forward's working memory (``memory/working_memory``)
+    at ``validation_microbatch`` (default: the microbatch) + the loss, B·s·V × (fp32 logits
+    beyond c: 4 − c when the logits are fp32, else an fp32 copy 4; + log_softmax 4) bytes."""
+    batch, seq = training.validation_microbatch or training.microbatch, training.sequence_length
+    width, logits_width = dtypes.compute_bytes, dtypes.logits_bytes
+    forward = forward_working_bytes(facts, batch=batch, q_tokens=seq, kv_tokens=seq,
+                                    dtype_bytes=width, kernel=kernel, logits_positions=seq,
+                                    logits_fp32_copies=0, weights_format=runs)
+    # the forward above sized the logits in c; fp32 logits add (4 − c) and need no fp32 copy
+    per_logit = (logits_width - width) + (4 if logits_width < 4 else 0) + 4
+    vocab = facts.architecture.vocab_size
+    loss = batch * seq * vocab * per_logit
+    return Item("validation_working", forward.total_bytes + loss, "estimated", ("validation",),
+                "forward without gradients (gpusizer/memory/working_memory.py) + the loss's fp32 "
+                "copy and log_softmax",
+                f"validation microbatch {batch}: {forward.formula}; loss {batch}×{seq}×{vocab}×"
+                f"{per_logit} B")
