@@ -19,6 +19,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
 from .errors import SheetError
+from .formats import FORMATS, NAMES
 from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
@@ -32,10 +33,17 @@ __all__ = [
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
 """Placements a training sheet is sized under (``memory.training``)."""
-WEIGHT_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4", "gptq-int4",
-                  "awq-int4", "mxfp4")
-WeightFormat = Literal["auto", "fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "int4",
-                       "gptq-int4", "awq-int4", "mxfp4"]
+WEIGHT_FORMATS = NAMES
+"""The ``weights`` values besides ``auto``: the registry's names (``gpusizer.formats``)."""
+WeightFormat = Literal[("auto", *NAMES)]  # type: ignore[valid-type]
+
+
+def _formats_with(flag: str) -> tuple[str, ...]:
+    return tuple(n for n, r in FORMATS.items() if getattr(r, flag))
+
+
+def _accepting(key: str) -> tuple[str, ...]:
+    return tuple(n for n, r in FORMATS.items() if key in r.sheet_keys)
 
 _MEMORY_SCHEMA = {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$",
                   "description": "memory size with a unit: B, KB, MB, GB, TB (10^3n) or KiB, MiB, "
@@ -448,9 +456,9 @@ class Sheet(_Block):
             raise _FieldProblem("training.prepare_kbit_training", tr.prepare_kbit_training,
                                 "applies to task qlora (PEFT's prepare_model_for_kbit_training "
                                 f"on a quantized base), not {self.task}")
-        if self.task == "qlora" and self.weights not in ("auto", "nf4", "fp4"):
+        if self.task == "qlora" and self.weights not in ("auto", *_formats_with("qlora_base")):
             raise _FieldProblem("weights", self.weights, "qlora trains on a 4-bit bitsandbytes "
-                                "base: expected nf4 or fp4")
+                                f"base: expected {' or '.join(_formats_with('qlora_base'))}")
         self._check_placement()
         if tr is not None:
             self._check_training(tr)
@@ -501,13 +509,11 @@ class Sheet(_Block):
                                     f"applies to engine {owner} only; this sheet uses "
                                     f"engine {inf.engine}")
         q, w = self.quantization.model_fields_set, self.weights
-        if "double_quant" in q and w not in ("auto", "nf4", "fp4"):
-            raise _FieldProblem("quantization.double_quant", self.quantization.double_quant,
-                                f"applies to nf4/fp4 weights, not {w}")
-        if "group_size" in q and w not in ("auto", "gptq-int4", "awq-int4"):
-            raise _FieldProblem("quantization.group_size", self.quantization.group_size,
-                                f"applies to gptq-int4/awq-int4 weights, not {w}")
-        if "compute_dtype" in q and w in ("fp32", "fp16", "bf16") \
+        for key in ("double_quant", "group_size"):
+            if key in q and w not in ("auto", *_accepting(key)):
+                raise _FieldProblem(f"quantization.{key}", getattr(self.quantization, key),
+                                    f"applies to {'/'.join(_accepting(key))} weights, not {w}")
+        if "compute_dtype" in q and w != "auto" and FORMATS[w].dense \
                 and self.quantization.compute_dtype != w:
             raise _FieldProblem("quantization.compute_dtype", self.quantization.compute_dtype,
                                 f"applies to quantized weights; {w} computes in {w}")

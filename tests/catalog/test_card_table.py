@@ -95,9 +95,13 @@ def test_every_fact_has_a_source_and_status():
 
 
 def test_bf16_and_fp8_follow_compute_capability():
-    assert not lookup_card("T4").bf16
-    assert lookup_card("A100 80GB").bf16 and not lookup_card("A100 80GB").fp8
-    assert lookup_card("RTX 4090").fp8
+    from gpusizer.formats import FORMATS
+
+    def runs(fmt, card):
+        return FORMATS[fmt].runs_natively(lookup_card(card).compute_capability.value)
+    assert not runs("bf16", "T4")
+    assert runs("bf16", "A100 80GB") and not runs("fp8", "A100 80GB")
+    assert runs("fp8", "RTX 4090")
 
 
 def test_normalize_card_name():

@@ -133,6 +133,10 @@ def test_no_module_outside_the_engines_branches_on_an_engine_name():
         tree = ast.parse(path.read_text())
         branches += [f"{rel}:{line} compares with {name!r}" for line, name in
                      _compared_names(tree)]
+        if rel.startswith("formats/"):
+            # a weight format's record says what each engine runs, keyed by the engine's name
+            # (tests/formats/test_registry.py checks every key is an ENGINES name)
+            continue
         named += [f"{rel}:{n.lineno}" for n in ast.walk(tree)
                   if isinstance(n, ast.Constant) and n.value == "vllm"]
     assert not branches

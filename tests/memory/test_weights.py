@@ -3,6 +3,7 @@
 import pytest
 
 from gpusizer.errors import SheetError
+from gpusizer.formats import QuantParams
 from gpusizer.memory.weights import dense_bytes, weight_breakdown
 
 from .conftest import facts_of
@@ -33,7 +34,8 @@ def test_nf4_block64_absmax_and_16bit_modules():
 
 
 def test_nf4_double_quant_8bit_absmax_plus_fp32_per_256_blocks():
-    bd = weight_breakdown(facts_of(LLAMA), "nf4", compute_dtype="bf16", double_quant=True)
+    bd = weight_breakdown(facts_of(LLAMA), "nf4", compute_dtype="bf16",
+                          quant=QuantParams(double_quant=True))
     blocks = QUANT // 64
     assert bd.metadata_bytes == blocks + -(-blocks // 256) * 4
     # QLoRA §3: ≈ 0.127 bit per parameter instead of 0.5
@@ -47,11 +49,13 @@ def test_int8_one_fp32_scale_per_output_row():
 
 
 def test_gptq_group_scales_zeros_and_g_idx():
-    bd = weight_breakdown(facts_of(LLAMA), "gptq-int4", compute_dtype="fp16", group_size=128)
+    bd = weight_breakdown(facts_of(LLAMA), "gptq-int4", compute_dtype="fp16",
+                          quant=QuantParams(group_size=128))
     groups = QUANT // 128
     cols = 32 * (4096 * 4 + 4096 * 2 + 14336)  # in_features of q,k,v,o,gate,up,down
     assert bd.metadata_bytes == groups * 2 + groups // 8 * 4 + cols * 4
-    awq = weight_breakdown(facts_of(LLAMA), "awq-int4", compute_dtype="fp16", group_size=128)
+    awq = weight_breakdown(facts_of(LLAMA), "awq-int4", compute_dtype="fp16",
+                           quant=QuantParams(group_size=128))
     assert awq.metadata_bytes == groups * 2 + groups // 8 * 4
 
 

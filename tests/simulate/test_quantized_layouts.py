@@ -136,6 +136,9 @@ def test_fp8_converted_uses_finegrained_blocks(eight_b, write_model):
     r = simulate_memory(sheet, facts)
     assert r.memory.item("quantization_metadata").bytes == _metadata_by_hand("fp8")
     assert r.memory.item("temporaries").phase_bytes["load"] == 14336 * 4096 * 2
+    # estimate reads the same default (gpusizer.formats.FP8_DEFAULT_BLOCK): the two agree
+    assert estimate_memory(sheet, facts).item("quantization_metadata").bytes == \
+        _metadata_by_hand("fp8")
 
 
 def test_int8_matmul_transient_is_estimates_formula():

@@ -40,9 +40,8 @@ class Card:
         cuda_total_bytes: ``torch.cuda.mem_get_info()[1]`` where a public log gives it, else a Fact
             with value None.
         bandwidth_gb_s: memory bandwidth in GB/s (Fact).
-        compute_capability: ``(major, minor)`` (Fact).
-        bf16: hardware bf16 support (compute capability >= 8.0).
-        fp8: fp8 tensor cores (compute capability >= 8.9).
+        compute_capability: ``(major, minor)`` (Fact); what runs at it is each weight
+            format's record (``gpusizer.formats``: ``runs_natively``, ``on_card``).
         nvlink: NVLink as a Fact (value str/bool).
         arch: architecture name (``"Ada"``).
         memory_type: ``"GDDR6X"``, ``"HBM3"``…
@@ -58,22 +57,6 @@ class Card:
     nvlink: Fact
     arch: str
     memory_type: str
-
-    @property
-    def bf16(self) -> bool:
-        cc = self.compute_capability.value
-        return cc is not None and tuple(cc) >= (8, 0)
-
-    @property
-    def fp8(self) -> bool:
-        cc = self.compute_capability.value
-        return cc is not None and tuple(cc) >= (8, 9)
-
-    @property
-    def flash_attention_2(self) -> bool:
-        """FlashAttention-2 needs compute capability >= 8.0 (Dao-AILab/flash-attention README)."""
-        cc = self.compute_capability.value
-        return cc is not None and tuple(cc) >= (8, 0)
 
 
 @dataclass(frozen=True)

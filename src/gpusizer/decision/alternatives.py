@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.types import Card
 from ..errors import SheetError
+from ..formats import FORMATS, weight_format
 from ..memory.estimate import estimate_memory
 from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
@@ -38,17 +39,10 @@ if TYPE_CHECKING:
 __all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit",
            "offer_alternatives", "plan_alternatives", "LOWER_FORMATS"]
 
-LOWER_FORMATS: dict[str, tuple[str, ...]] = {
-    "fp32": ("bf16", "fp16", "int8", "nf4"),
-    "bf16": ("int8", "nf4"),
-    "fp16": ("int8", "nf4"),
-    "fp8": ("nf4",),
-    "int8": ("nf4",),
-}
-"""Lower-precision formats tried, highest precision first (bitsandbytes int8 / nf4 are the
-formats transformers produces at load from a 16/32-bit checkpoint)."""
-
-_BNB = {"int8", "nf4", "fp4"}
+LOWER_FORMATS: dict[str, tuple[str, ...]] = {n: r.lower for n, r in FORMATS.items() if r.lower}
+"""Lower-precision formats tried, highest precision first: each record's ``lower``
+(``gpusizer.formats``; bitsandbytes int8 / nf4 are the formats transformers produces at load
+from a 16/32-bit checkpoint)."""
 
 
 @dataclass(frozen=True)
@@ -262,10 +256,18 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
     if not tries:
         return [], [f"{runs} has no lower-precision format gpusizer sizes at load"]
     out, why = [], []
-    bf16_ok = getattr(card, "bf16", True)
+    cc = card.compute_capability.value if card is not None else None
+    cc = tuple(cc) if cc is not None else None
+    chosen_bits: set[int] = set()
     for fmt in tries:
-        if fmt == "bf16" and not bf16_ok or fmt == "fp16" and bf16_ok and "bf16" in tries:
-            continue  # one 16-bit step: bf16 where the card has it, else fp16
+        rec = weight_format(fmt)
+        # one step per width: the first successor of that width the card runs natively (bf16
+        # where the card has it, else fp16)
+        native = [t for t in tries if weight_format(t).bits == rec.bits
+                  and weight_format(t).runs_natively(cc)]
+        if rec.bits in chosen_bits or (native and fmt != native[0]):
+            continue
+        chosen_bits.add(rec.bits)
         # one change: the base's format. LoRA stays LoRA on the lower-precision frozen base
         # (switching to task qlora would also bring prepare_model_for_kbit_training's fp32
         # upcast, a second change that raises the activations)
@@ -279,8 +281,7 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
         risks = {"quality": f"{crit.state}: {crit.reason}"
                             + (f" — {crit.condition}" if crit.condition else ""),
                  "coverage": "none: the same workload",
-                 "throughput": ("bitsandbytes dequantizes weights in every matmul: slower than "
-                                "16-bit kernels" if fmt in _BNB else "16-bit kernels")}
+                 "throughput": weight_format(fmt).throughput}
         changes = {k: v for k, v in update.items()}
         out.append(_alt("lower_precision", f"weights {fmt} instead of {runs}", changes, card, fit,
                         risks, quality_state=crit.state))

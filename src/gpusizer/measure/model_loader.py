@@ -20,14 +20,15 @@ from pathlib import Path
 import torch
 
 from ..errors import MeasureError, MeasureUnsupportedError
+from ..formats import FORMATS, dtype_format, side_files
 from ..memory.engines import ENGINES
 from ..model.resolve import model_folder
 from ..sheet import Sheet
 
 __all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
 
-_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-_CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_DTYPES = {n: getattr(torch, r.torch_dtype) for n, r in FORMATS.items() if r.dense}
+"""The weight formats this harness runs (the registry's 16/32-bit ones) → torch dtype."""
 _OPTIMIZERS = ("adamw", "sgd", "sgd-momentum", "adafactor")
 """Optimizers this harness builds from torch.optim (8-bit and paged ones need bitsandbytes)."""
 ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
@@ -99,14 +100,16 @@ def target_dtype(sheet: Sheet, config) -> str:
         if getattr(config, "quantization_config", None):
             raise MeasureUnsupportedError("the checkpoint is pre-quantized; this harness runs "
                                           "16- and 32-bit weights", field="weights", value=w)
-        if name not in _CONFIG_DTYPES:
+        fmt = dtype_format(name) if name is not None else None
+        if fmt not in _DTYPES:
             raise MeasureUnsupportedError(f"config.json states dtype {name!r}; expected one of "
-                                          f"{', '.join(_CONFIG_DTYPES)} — set weights explicitly",
-                                          field="weights", value=w)
-        return _CONFIG_DTYPES[name]
+                                          f"{', '.join(FORMATS[f].torch_dtype for f in _DTYPES)}"
+                                          " — set weights explicitly", field="weights", value=w)
+        return fmt
     if w not in _DTYPES:
         raise MeasureUnsupportedError(f"weights {w} need quantization kernels this harness does "
-                                      "not run yet; expected fp32, fp16 or bf16",
+                                      f"not run yet ({FORMATS[w].layout}); expected "
+                                      f"{', '.join(list(_DTYPES)[:-1])} or {list(_DTYPES)[-1]}",
                                       field="weights", value=w)
     return w
 
@@ -120,10 +123,19 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
     """Refuse, before anything runs, what this harness cannot load; returns the target dtype.
 
     Raises:
-        MeasureUnsupportedError: see :func:`target_dtype`; flash attention without CUDA; real
-            weights from a folder without safetensors.
+        MeasureUnsupportedError: see :func:`target_dtype`; ``weights: auto`` on a folder whose
+            quantization is declared in a side file (``gpusizer.formats.side_files``); flash
+            attention without CUDA; real weights from a folder without safetensors.
     """
     dtype_name = target_dtype(sheet, config)
+    src, revision = _model_source(sheet, base_dir)
+    declared = [f for f in side_files() if revision is None and (Path(src) / f).is_file()]
+    if sheet.weights == "auto" and declared:
+        # a quantization declared beside config.json (ModelOpt's hf_quant_config.json), which
+        # transformers' config does not carry
+        raise MeasureUnsupportedError(f"the checkpoint is pre-quantized ({declared[0]}); this "
+                                      "harness runs 16- and 32-bit weights", field="weights",
+                                      value=sheet.weights)
     if sheet.task == "qlora":
         raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
                                       "harness runs 16/32-bit bases", field="task",
@@ -146,7 +158,6 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
     if ATTENTION[sheet.attention] == "flash_attention_2" and device.type != "cuda":
         raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
                                       value=sheet.attention)
-    src, revision = _model_source(sheet, base_dir)
     if not random_weights and revision is None and not _has_safetensors(Path(src)):
         raise MeasureUnsupportedError(f"no *.safetensors in {src!r}: weights are read only as "
                                       "safetensors (never unpickled); or use --random-weights",

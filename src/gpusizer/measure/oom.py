@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..formats import FORMATS
 from ..memory.engines import ENGINES
 from ..sheet import Sheet
 
@@ -61,13 +62,28 @@ _POINTS_TO = {
 }
 
 
+def _quantized_successors(weights: str) -> tuple[str, ...]:
+    """The quantized formats one step lower than a 16/32-bit ``weights`` (the registry's
+    ``lower``; ``auto``: those every 16/32-bit format lists), else ()."""
+    dense = [r for r in FORMATS.values() if r.dense]
+    if weights == "auto":
+        common = [n for n in dense[0].lower if all(n in r.lower for r in dense)]
+    elif FORMATS[weights].dense:
+        common = list(FORMATS[weights].lower)
+    else:
+        return ()
+    return tuple(n for n in common if not FORMATS[n].dense)
+
+
 def localize(phase: str, sheet: Sheet) -> Localization:
     """The causes ``phase`` points to and the one-change alternatives for ``sheet``."""
     alts: list[str] = ["a card with more memory (same sheet)"]
     quality = " — changes outputs: re-check quality (R10)"
     if phase == "load":
-        if sheet.weights in ("auto", "fp32", "fp16", "bf16"):
-            alts.append("weights: int8 or nf4 (bitsandbytes)" + quality)
+        lower = _quantized_successors(sheet.weights)
+        if lower:
+            families = sorted({FORMATS[n].family for n in lower})
+            alts.append(f"weights: {' or '.join(lower)} ({', '.join(families)})" + quality)
         alts.append("load with a smaller temporary footprint (safetensors straight to the GPU, "
                     "no fp32 copy)")
         if sheet.placement.gpus == 1:

@@ -1,21 +1,27 @@
-"""What really runs on a card: attention kernel, dtypes, fp8 kernels (card capabilities as facts).
+"""What really runs on a card: attention kernel, dtypes, weight formats (card capabilities).
 
-- bf16 needs compute capability >= 8.0 (CUDA Programming Guide, "Arithmetic instructions"; Ampere
-  and later); fp8 tensor cores need >= 8.9 (Ada, Hopper); FlashAttention-2 needs >= 8.0
-  (Dao-AILab/flash-attention README: Ampere, Ada, Hopper).
-- transformers' fine-grained FP8 (DeepSeek-V3 checkpoints) needs CC >= 8.9; otherwise the
-  checkpoint is dequantized to bf16 at load (``FineGrainedFP8Config(dequantize=True)``).
-- MXFP4 (gpt-oss) needs CC >= 7.5 and Triton >= 3.4, else transformers dequantizes to bf16
-  (transformers docs ``quantization/mxfp4.md``).
-- PyTorch SDPA picks flash (fp16/bf16, CC >= 8.0, head_dim <= 256) or memory-efficient kernels,
-  neither keeps the S × S matrix; ``attention: flash`` on a card below 8.0 falls back to SDPA.
+- Each weight format's record (``gpusizer.formats``) says the compute capability its kernels
+  need and, per engine, what runs below it: fp8 needs >= 8.9 (transformers dequantizes to bf16
+  at load, vLLM keeps 1-byte weights through its Marlin path), MXFP4 >= 7.5 (dequantized to bf16
+  otherwise), bf16 >= 8.0 (fp16 runs instead; the compute dtype follows the same rule), and so
+  on. The rule is applied until the format that runs needs nothing more (fp8 on a T4 under
+  transformers: bf16, then fp16).
+- FlashAttention-2 needs CC >= 8.0 (Dao-AILab/flash-attention README: Ampere, Ada, Hopper);
+  ``attention: flash`` on a card below falls back to SDPA. PyTorch SDPA picks flash (fp16/bf16,
+  CC >= 8.0, head_dim <= 256) or memory-efficient kernels, neither keeps the S × S matrix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CardRules", "card_rules", "NO_CARD"]
+from ..formats import weight_format
+
+__all__ = ["CardRules", "card_rules", "NO_CARD", "FLASH_ATTENTION_MIN_CC"]
+
+FLASH_ATTENTION_MIN_CC = (8, 0)
+"""FlashAttention-2 and SDPA's flash kernel need sm80+ (flash-attention README; PyTorch
+``sdp_utils.cpp`` ``check_flash_attention_hardware_support``)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class CardRules:
         compute_dtype: the dtype activations and the KV cache use.
         attention: the attention kernel that really runs (``eager`` keeps S × S matrices).
         changes: what was changed from the sheet and why (memory sized so; quality to confirm).
+        refusal: why the weights cannot run on this card at all, or None.
     """
 
     card: str | None
@@ -37,45 +44,44 @@ class CardRules:
     compute_dtype: str
     attention: str
     changes: tuple[str, ...] = ()
+    refusal: str | None = None
 
 
 NO_CARD = "no card given: no card-specific rule (kernel, dtype support) was applied"
 
 
+def _settle(fmt: str, engine: str, cc: tuple[int, int],
+            changes: list[str]) -> tuple[str, str | None]:
+    """Apply the records' fallbacks to ``fmt`` until it runs natively or is refused."""
+    seen = {fmt}
+    while True:
+        step = weight_format(fmt).on_card(engine, cc)
+        if step.refusal is not None:
+            return fmt, step.refusal
+        if step.note and step.note not in changes:
+            changes.append(step.note)
+        if step.runs == fmt or step.runs in seen:
+            return step.runs, None
+        fmt = step.runs
+        seen.add(fmt)
+
+
 def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, weights: str,
-               compute_dtype: str, attention: str, fp8_weight_only: str | None = None
-               ) -> CardRules:
+               compute_dtype: str, attention: str, engine: str = "transformers") -> CardRules:
     """Apply the card's capabilities to the sheet's formats and kernel.
 
-    Without a card (``card=None``), the sheet's choices are kept as they are. ``fp8_weight_only``
-    is the engine's note when it keeps fp8 weights on a card without fp8 tensor cores
-    (``engines.Engine.fp8_weight_only``); None: the weights are dequantized to bf16 at load.
+    Without a card (``card=None``), the sheet's choices are kept as they are. A format the card
+    cannot run at all comes back with ``refusal`` set (the caller raises).
     """
     if card is None or compute_capability is None:
         return CardRules(card, compute_capability, weights, compute_dtype, attention)
     cc = tuple(compute_capability)
     changes: list[str] = []
-    w, cd, att = weights, compute_dtype, attention
-    if w == "fp8" and cc < (8, 9):
-        if fp8_weight_only is not None:
-            changes.append(f"fp8 weights on CC {cc[0]}.{cc[1]} < 8.9: {fp8_weight_only}")
-        else:
-            w = "bf16"
-            changes.append(f"fp8 kernels need CC >= 8.9 (card {cc[0]}.{cc[1]}): transformers "
-                           "dequantizes the checkpoint to bf16 at load; memory sized for bf16")
-    if "bf16" in (w, cd) and cc < (8, 0):
-        changes.append(f"bf16 needs CC >= 8.0 (card {cc[0]}.{cc[1]}): no bf16 tensor cores; "
-                       "running fp16 instead changes numerics (quality to confirm)")
-        if w == "bf16":
-            w = "fp16"
-        if cd == "bf16":
-            cd = "fp16"
-    if att == "flash" and cc < (8, 0):
+    w, refusal = _settle(weights, engine, cc, changes)
+    cd, _ = _settle(compute_dtype, engine, cc, changes)
+    att = attention
+    if att == "flash" and cc < FLASH_ATTENTION_MIN_CC:
         att = "sdpa"
         changes.append(f"FlashAttention-2 needs CC >= 8.0 (card {cc[0]}.{cc[1]}): attention falls "
                        "back to SDPA's memory-efficient kernel")
-    if w == "mxfp4" and cc < (7, 5):
-        changes.append(f"MXFP4 kernels need CC >= 7.5 (transformers docs, quantization/mxfp4; card "
-                       f"{cc[0]}.{cc[1]}): the checkpoint is dequantized to bf16 at load")
-        w = "bf16" if cc >= (8, 0) else "fp16"
-    return CardRules(card, cc, w, cd, att, tuple(changes))
+    return CardRules(card, cc, w, cd, att, tuple(changes), refusal)

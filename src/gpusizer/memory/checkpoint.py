@@ -28,10 +28,9 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None
     fmt = facts.stored_format
     if fmt is None:
         return None, "the stored format is unknown"
-    from .estimate import quant_params
-    group_size, double_quant = quant_params(sheet, facts, fmt)
-    bd = weight_breakdown(facts, fmt, compute_dtype="bf16", group_size=group_size,
-                          double_quant=double_quant)
+    from .estimate import sheet_quant_params
+    bd = weight_breakdown(facts, fmt, compute_dtype="bf16",
+                          quant=sheet_quant_params(sheet, facts, fmt))
     total, how = bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
     arch = facts.architecture
     extra = arch.unloaded_checkpoint_layers

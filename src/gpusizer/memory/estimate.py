@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from ..catalog.types import Card
 from ..errors import ModelError, SheetError
+from ..formats import FORMATS, QuantParams, compute_dtype, quant_params, weight_format
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
 from .card_rules import NO_CARD, CardRules, card_rules
@@ -24,16 +25,16 @@ from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_contex
 from .placement import Share, inference_share
 from .training import training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
-from .weights import (BNB_FORMATS, DTYPE_BYTES, compute_dtype_of, dense_bytes,
-                      weight_breakdown)
+from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
-__all__ = ["WeightPlan", "plan_weights", "estimate_memory"]
+__all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params"]
 
 _WEIGHTS_SOURCE = ("R5 dense volume = parameters × bits / 8; per-format layout in "
-                   "gpusizer/memory/weights.py (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales)")
-_CANNOT_PRODUCE_AT_LOAD = ("gptq-int4", "awq-int4")
-_PACKED_AT_REST = frozenset({"fp8", "int8", "nf4", "fp4", "gptq-int4", "awq-int4", "mxfp4"})
-_DEQUANTIZABLE = frozenset({"fp8", "mxfp4"})  # FineGrainedFP8 / Mxfp4 quantizers dequantize
+                   "gpusizer/formats (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales, NVFP4)")
+
+
+def _names(flag: str) -> str:
+    return ", ".join(n for n, r in FORMATS.items() if getattr(r, flag))
 
 
 @dataclass(frozen=True)
@@ -71,102 +72,95 @@ def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> W
         qc = facts.quantization_config if facts else None
         if qc:
             shown = {k: qc[k] for k in ("quant_method", "bits", "load_in_4bit", "load_in_8bit",
-                                        "fmt") if k in qc}
+                                        "fmt", "quant_algo") if k in qc}
             raise ModelError(f"config.json's quantization_config {shown} is not a format "
-                             "gpusizer sizes (fp8, int8, nf4, fp4, gptq-int4, awq-int4, mxfp4): "
-                             "give `weights` and quantization.prequantized: true if one of them "
-                             "describes it", field="weights", value="auto")
+                             f"gpusizer sizes ({_names('packed_at_rest')}): give `weights` and "
+                             "quantization.prequantized: true if one of them describes it",
+                             field="weights", value="auto")
         raise ModelError("the checkpoint's stored format is unknown (config.json has no "
                          "torch_dtype/dtype nor quantization_config): give `weights` explicitly",
                          field="weights", value="auto")
+    runs_wanted = weight_format(wanted)
     converted = facts is not None and stored is not None and wanted != stored
-    if converted and stored in _PACKED_AT_REST and not (
-            stored in _DEQUANTIZABLE and wanted in ("bf16", "fp16", "fp32")):
+    if converted and FORMATS[stored].packed_at_rest and not (
+            FORMATS[stored].dequantizable and runs_wanted.dense):
         raise SheetError(f"the checkpoint already stores {stored}: it cannot be converted to "
-                         f"{wanted} while loading (transformers dequantizes only fp8 and mxfp4 "
-                         f"checkpoints at load); use weights: auto or a {wanted} checkpoint",
+                         f"{wanted} while loading (transformers dequantizes only "
+                         f"{_names('dequantizable').replace(', ', ' and ')} checkpoints at load); "
+                         f"use weights: auto or a {wanted} checkpoint",
                          field="weights", value=wanted)
-    if converted and wanted in _CANNOT_PRODUCE_AT_LOAD:
+    if converted and not runs_wanted.produced_at_load:
         raise SheetError(f"{wanted} needs an offline calibration pass and cannot be produced while "
                          f"loading a {stored} checkpoint: point model at a pre-quantized {wanted} "
                          "checkpoint (or set quantization.prequantized: true if it is one)",
                          field="weights", value=wanted)
-    if facts is not None and stored is None and wanted in _CANNOT_PRODUCE_AT_LOAD \
+    if facts is not None and stored is None and not runs_wanted.produced_at_load \
             and q.prequantized is not True:
         raise SheetError(f"{wanted} cannot be produced at load; set quantization.prequantized: "
                          "true if the checkpoint already stores it", field="weights", value=wanted)
-    compute = compute_dtype_of(wanted, q.compute_dtype)
+    engine = engine_of(sheet).name
+    refused = runs_wanted.engine_refusal(engine)
+    if refused and (sheet.inference is not None or sheet.task != "inference"):
+        raise SheetError(f"{wanted} with engine {engine}: {refused}", field="weights",
+                         value=wanted)
+    compute = compute_dtype(wanted, q.compute_dtype)
     cc = None
     if card is not None:
         cc = card.compute_capability.value
         cc = tuple(cc) if cc is not None else None
     rules = card_rules(card=card.name if card else None, compute_capability=cc, weights=wanted,
-                       compute_dtype=compute, attention=sheet.attention,
-                       fp8_weight_only=engine_of(sheet).fp8_weight_only)
+                       compute_dtype=compute, attention=sheet.attention, engine=engine)
+    if rules.refusal is not None:
+        raise SheetError(f"{wanted} on the {card.name}: {rules.refusal}", field="weights",
+                         value=wanted)
     runs = rules.weights
     converted = facts is not None and stored is not None and runs != stored
     return WeightPlan(stored, runs, rules.compute_dtype, converted, rules)
 
 
-def quant_params(sheet: Sheet, facts: ModelFacts | None, runs: str) -> tuple[int, bool]:
-    """Group size (GPTQ/AWQ) and double quantization (bitsandbytes) of the running format: the
-    pre-quantized checkpoint's own ``quantization_config`` wins over the sheet's defaults.
+def sheet_quant_params(sheet: Sheet, facts: ModelFacts | None, runs: str) -> QuantParams:
+    """Group size (GPTQ/AWQ), double quantization (bitsandbytes) and fp8 block of the running
+    format: the pre-quantized checkpoint's own ``quantization_config`` wins over the sheet's
+    values, which win over ``gpusizer.formats``' defaults.
 
     Raises:
         SheetError: the sheet sets a value the checkpoint contradicts.
     """
-    q = sheet.quantization
-    group, dq = q.group_size, q.double_quant
-    qc = (facts.quantization_config or {}) if facts is not None else {}
-    if facts is None or not qc or facts.stored_format != runs:
-        return group, dq
-    if runs in ("gptq-int4", "awq-int4") and isinstance(qc.get("group_size"), int):
-        stored_group = qc["group_size"]
-        if "group_size" in q.model_fields_set and q.group_size != stored_group:
-            raise SheetError(f"the checkpoint is quantized with group_size {stored_group}, the "
-                             f"sheet says {q.group_size}", field="quantization.group_size",
-                             value=q.group_size)
-        group = stored_group  # -1: one group spans all inputs (per-channel)
-    if runs in ("nf4", "fp4") and isinstance(qc.get("bnb_4bit_use_double_quant"), bool):
-        stored_dq = qc["bnb_4bit_use_double_quant"]
-        if "double_quant" in q.model_fields_set and q.double_quant != stored_dq:
-            raise SheetError(f"the checkpoint says bnb_4bit_use_double_quant {stored_dq}",
-                             field="quantization.double_quant", value=q.double_quant)
-        dq = stored_dq
-    return group, dq
+    return quant_params(sheet.quantization, facts.quant if facts is not None else None, runs,
+                        stored_format=facts.stored_format if facts is not None else None)
 
 
 def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
                    phases: tuple[str, ...]) -> tuple[list[Item], int, list[Note]]:
     notes: list[Note] = []
-    group_size, double_quant = quant_params(sheet, facts, plan.runs)
+    rec = weight_format(plan.runs)
     if facts is None:
         params = sheet.model.parameters
         assert params is not None
         b = dense_bytes(params, plan.runs)
         per_gpu = int(Fraction(b) * share.weight_fraction)
         item = Item("weights", per_gpu, "estimated", phases, _WEIGHTS_SOURCE,
-                    f"{params} parameters × {dense_bytes(8, plan.runs)} bit / 8 = {b} B"
+                    f"{params} parameters × {rec.bits} bit / 8 = {b} B"
                     + (f" × {share.weight_fraction} per GPU" if share.weight_fraction != 1 else ""))
         notes.append(Note("bare_count", "bare parameter count: quantization metadata (scales, "
                           "zero points, absmax), modules kept in another format (embeddings, "
                           "lm_head, norms), working memory, temporary load buffers and memory "
                           "outside the process are not counted (R5)"))
-        if plan.runs in ("nf4", "fp4", "int4", "gptq-int4", "awq-int4", "mxfp4"):
+        if rec.bits == 4:
             notes.append(Note("theoretical_format", "4-bit row is theoretical: real 4-bit formats "
                               "carry metadata and keep some layers in other formats, so it is not "
                               "a guaranteed peak (R7)"))
         return [item], per_gpu, notes
-    roles = (engine_of(sheet).bnb_quantized_roles if plan.runs in BNB_FORMATS
-             else QUANTIZABLE_ROLES)
+    engine = engine_of(sheet).name
     bd = weight_breakdown(facts, plan.runs, compute_dtype=plan.compute_dtype,
-                          group_size=group_size, double_quant=double_quant,
-                          quantized_roles=roles)
-    if roles != QUANTIZABLE_ROLES and facts.architecture.parameters_by_role("expert_linear"):
-        notes.append(Note("format_kept_dense", "bitsandbytes under transformers v5 leaves the "
-                          "stacked routed-expert tensors in the compute dtype (it replaces "
-                          "nn.Linear only; bitsandbytes-foundation/bitsandbytes#1849): experts "
-                          f"counted at {plan.compute_dtype}"))
+                          quant=sheet_quant_params(sheet, facts, plan.runs), engine=engine)
+    notes += [Note("format_exclusions", text) for text in bd.notes]
+    stored_roles = rec.packs(None, facts.quant) or ()
+    if rec.unpacked_experts_note and "expert_linear" in stored_roles \
+            and "expert_linear" not in (rec.packs(engine, facts.quant) or ()) \
+            and facts.architecture.parameters_by_role("expert_linear"):
+        notes.append(Note("format_kept_dense",
+                          rec.unpacked_experts_note.format(dtype=plan.compute_dtype)))
     frac = share.weight_fraction
     split = "" if frac == 1 else f" × {frac} on this GPU ({share.note})"
     weights = int(Fraction(bd.packed_bytes + bd.kept_bytes) * frac)
@@ -194,10 +188,8 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
                               "known for this model"))
         notes.append(Note("load_conversion",
                           f"weights converted at load: {src_fmt} → {plan.runs}"))
-    if plan.runs == "int4":
-        notes.append(Note("theoretical_format", "int4 is the theoretical 4-bit row (no metadata, "
-                          "nothing kept in 16 bit); real 4-bit formats (nf4, gptq-int4, awq-int4) "
-                          "carry metadata (R7)"))
+    if rec.estimate_note:
+        notes.append(Note("theoretical_format", rec.estimate_note))
     return items, weights + (meta if bd.metadata_bytes else 0), notes
 
 
@@ -258,31 +250,22 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     return items, kv_full, layout
 
 
-_PACKED_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "nf4": 0.5,
-                 "fp4": 0.5, "int4": 0.5, "gptq-int4": 0.5, "awq-int4": 0.5, "mxfp4": 0.5}
-
-
-def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan,
-                         share: Share) -> list[tuple[int, int]]:
+def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,
+                         engine: str) -> list[tuple[int, int]]:
     """``(count, bytes)`` of the resident weight tensors on this GPU: one per matrix, routed
     experts stacked per layer; tensor parallelism divides each tensor."""
     if facts is None:
         return []
     out = []
-    kept = DTYPE_BYTES[plan.compute_dtype]
-    arch = facts.architecture
-    for g in arch.params:
-        quantized = g.role in QUANTIZABLE_ROLES and not (plan.runs == "mxfp4"
-                                                          and g.role != "expert_linear") \
-            and not (plan.runs in BNB_FORMATS and g.role == "expert_linear")
-        per_elem = _PACKED_BYTES[plan.runs] if quantized else kept
+    for role, n, r, c, per_elem in resident_matrices(facts, plan.runs, engine=engine,
+                                                     compute_dtype=plan.compute_dtype):
         # Routed experts are stored as one stacked tensor per layer and projection (transformers
         # v5 grouped experts, vLLM FusedMoE w13/w2), not one tensor per expert.
-        stack = arch.moe.num_experts if (g.role == "expert_linear" and arch.moe) else 1
-        for n, r, c in g.shapes:
-            size = int(stack * r * c * per_elem / share.tp)
-            count = int(-(-Fraction(max(1, n // stack)) * share.layer_fraction // 1))
-            out.append((count, size))
+        moe = facts.architecture.moe
+        stack = moe.num_experts if (role == "expert_linear" and moe) else 1
+        size = int(stack * r * c * per_elem / share.tp)
+        count = int(-(-Fraction(max(1, n // stack)) * share.layer_fraction // 1))
+        out.append((count, size))
     return out
 
 
@@ -377,7 +360,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     else:
         items.append(nccl_item(sheet.placement.gpus, all_phases, sheet.placement.strategy,
                                training=True))
-    items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share), all_phases))
+    items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share, engine.name),
+                                      all_phases))
     # the workload's own KV cache, before a serving engine's pool replaces the item
     lower_items = _lower_bound_items(items)
     if inf is not None and facts is not None:

@@ -116,7 +116,7 @@ library memory), the allocator slack (reserved minus allocated) and bitsandbytes
 
 NoteCode = Literal[
     "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
-    "load_conversion", "no_inference_block", "engine", "training", "pool",
+    "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
     "pool_peak_is_budget", "simulation", "not_simulated",
 ]
 
@@ -126,6 +126,8 @@ NOTE_CODES: dict[NoteCode, str] = {
     "bare_count": "a bare parameter count: what the weights-only figure leaves out",
     "theoretical_format": "a theoretical format row (no metadata, nothing kept in 16 bit)",
     "format_kept_dense": "a format's kernels leave some tensors in the compute dtype",
+    "format_exclusions": "modules a checkpoint's exclusion list names that the sizing could not "
+                         "match (counted in the format)",
     "load_conversion": "the weights are converted from the stored format while loading",
     "no_inference_block": "an inference sheet without an inference block: weights only",
     "engine": "what the inference engine does with the sheet's asks (e.g. a KV cache format "

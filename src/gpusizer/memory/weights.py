@@ -4,68 +4,29 @@ R5: dense volume = parameter count × bits per value / 8. Real quantized formats
 metadata (scales, zero points, absmax) and keep some modules in another format; both are counted
 here as their own items instead of a hidden multiplier.
 
-Sources, per format:
-- fp32 / fp16 / bf16: 4 / 2 / 2 bytes per value (IEEE 754 binary32/binary16, bfloat16).
-- fp8 (e4m3): 1 byte per value of the decoder linears; block scales ``scale_inv`` in fp32, one per
-  ``weight_block_size`` block (DeepSeek-V3 config ``quantization_config.weight_block_size``;
-  transformers ``integrations/finegrained_fp8.py``), else one fp32 scale per matrix.
-- int8 (bitsandbytes LLM.int8): 1 byte per value + one fp32 ``SCB`` per output row
-  (Dettmers et al. 2022, §3; bitsandbytes ``Int8Params``).
-- nf4 / fp4 (bitsandbytes): 4 bits per value + one fp32 absmax per 64-value block; double
-  quantization stores the absmax as 8 bits plus one fp32 per 256 blocks (Dettmers et al. 2023,
-  QLoRA §3 "Double Quantization": 32/64 = 0.5 → 8/64 + 32/(64·256) ≈ 0.127 bits per parameter).
-- gptq-int4: ``qweight`` int32 packs 8 values (0.5 B/value), ``scales`` fp16 and ``qzeros`` int32
-  (8 per int32) per group of ``group_size`` inputs, ``g_idx`` int32 per input column
-  (AutoGPTQ/GPTQModel QuantLinear layout; Frantar et al. 2022).
-- awq-int4: as GPTQ without ``g_idx`` (llm-awq / AutoAWQ WQLinear_GEMM layout; Lin et al. 2023).
-- mxfp4: routed-expert weights only, 4-bit E2M1 values packed two per byte plus one 8-bit E8M0
-  scale per 32 values (OCP Microscaling Formats MX v1.0 §5; gpt-oss config
-  ``quantization_config.modules_to_not_convert``).
-- int4 (theoretical): 0.5 byte for every parameter — the seed's last row, not a real format.
-Embeddings, lm_head, norms, biases and routers stay in the compute dtype (bitsandbytes skips
-lm_head and non-Linear modules; GPTQ/AWQ pack only the Linear layers of the blocks).
+What each format packs, its bits and its metadata layout (with their sources) are the format's
+record in ``gpusizer.formats``; this module applies them to a model's parameter groups. A
+pre-quantized checkpoint's exclusion list (``modules_to_not_convert``, ``ignore``,
+``exclude_modules``) is honoured module by module: a linear it names in every layer that carries
+it is counted in the compute dtype.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fractions import Fraction
+import functools
+from collections import Counter
+from dataclasses import dataclass, replace
 
 from ..errors import SheetError
-from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
+from ..formats import (FORMATS, Matrices, QuantConfig, QuantParams, module_excluded,
+                       quant_params, weight_format)
+from ..model.facts import LinearModule, ModelFacts
 
-__all__ = ["DTYPE_BYTES", "FORMAT_BITS", "WeightBreakdown", "dense_bytes", "weight_breakdown",
-           "format_from_dtype", "compute_dtype_of"]
+__all__ = ["DTYPE_BYTES", "WeightBreakdown", "FormatSplit", "dense_bytes", "weight_breakdown",
+           "format_split", "resident_matrices", "checkpoint_quant_params"]
 
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-
-# Bits per value of the packed data (metadata counted apart).
-FORMAT_BITS: dict[str, int] = {
-    "fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "nf4": 4, "fp4": 4, "int4": 4,
-    "gptq-int4": 4, "awq-int4": 4, "mxfp4": 4,
-}
-
-_TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float": "fp32",
-                 "half": "fp16"}
-
-BNB_BLOCK = 64          # bitsandbytes 4-bit blocksize default (Params4bit blocksize=64)
-BNB_DQ_BLOCK = 256      # double quantization: second-level block of 256 absmax values
-MX_BLOCK = 32           # OCP MX: 32 elements share one E8M0 scale
-
-
-def format_from_dtype(dtype: str | None) -> str | None:
-    """config.json ``torch_dtype`` (``"bfloat16"``) → sheet format (``"bf16"``), None if unknown."""
-    if dtype is None:
-        return None
-    return _TORCH_DTYPES.get(str(dtype).removeprefix("torch."))
-
-
-def compute_dtype_of(fmt: str, quant_compute_dtype: str) -> str:
-    """The dtype matmuls and activations run in for a weight format.
-
-    16/32-bit formats compute in themselves; quantized ones in ``quantization.compute_dtype``.
-    """
-    return fmt if fmt in ("fp32", "fp16", "bf16") else quant_compute_dtype
+DTYPE_BYTES: dict[str, int] = {n: r.byte_width for n, r in FORMATS.items() if r.byte_width}
+"""Bytes per value of the whole-byte formats (fp32 4, fp16 / bf16 2, fp8 / int8 1)."""
 
 
 def dense_bytes(parameters: int, fmt: str) -> int:
@@ -74,10 +35,7 @@ def dense_bytes(parameters: int, fmt: str) -> int:
     Raises:
         SheetError: unknown format.
     """
-    if fmt not in FORMAT_BITS:
-        raise SheetError(f"unknown weight format {fmt!r}", field="weights", value=fmt)
-    vol = Fraction(parameters * FORMAT_BITS[fmt], 8)
-    return int(-(-vol.numerator // vol.denominator))
+    return weight_format(fmt).packed_bytes(parameters)
 
 
 @dataclass(frozen=True)
@@ -90,6 +48,7 @@ class WeightBreakdown:
         metadata_bytes: scales / zero points / absmax / g_idx.
         formula: human text with this model's numbers.
         metadata_formula: the metadata formula with numbers.
+        notes: what the sizing could not honour (exclusion patterns matching no module).
     """
 
     packed_bytes: int
@@ -97,127 +56,176 @@ class WeightBreakdown:
     metadata_bytes: int
     formula: str
     metadata_formula: str
+    notes: tuple[str, ...] = ()
 
     @property
     def total_bytes(self) -> int:
         return self.packed_bytes + self.kept_bytes + self.metadata_bytes
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
+@dataclass(frozen=True)
+class FormatSplit:
+    """Which of a model's matrices a format packs, and which it keeps in the compute dtype.
+
+    Attributes:
+        every_parameter: the format stores every parameter itself (16/32-bit, theoretical).
+        packed: the packed matrices (whole model).
+        packed_shapes: per packed parameter group, ``(role, (n, rows, cols)…)`` of its packed
+            matrices.
+        kept_shapes: ``(role, n, rows, cols)`` matrices of packed roles the checkpoint keeps
+            unquantized (its exclusion list).
+        unmatched: exclusion patterns that name no module gpusizer knows.
+    """
+
+    every_parameter: bool
+    packed: Matrices
+    packed_shapes: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...]
+    kept_shapes: tuple[tuple[str, int, int, int], ...] = ()
+    unmatched: tuple[str, ...] = ()
 
 
-def _per_matrix(facts: ModelFacts, roles: frozenset[str] | tuple[str, ...], fn) -> int | None:
-    """Σ over the quantizable matrices of ``n × fn(rows, cols)``; None when shapes are unknown."""
-    groups = [g for g in facts.architecture.params if g.role in roles]
-    if any(not g.shapes for g in groups if g.count):
-        return None
-    return sum(n * fn(r, c) for g in groups for n, r, c in g.shapes)
+_PARAM_ROLE = {"expert": "expert_linear", "router": "router", "lm_head": "lm_head"}
+"""A module's role (``LinearModule.role``) → the role of the parameter group that holds it;
+every other module is a decoder ``linear``."""
 
 
-BNB_FORMATS = frozenset({"int8", "nf4", "fp4"})
-LINEAR_ONLY = frozenset({"linear"})
+def _module_role(m: LinearModule) -> str:
+    return _PARAM_ROLE.get(m.role, "linear")
 
 
-def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str, group_size: int = 128,
-                     double_quant: bool = False,
-                     quantized_roles: frozenset[str] = QUANTIZABLE_ROLES) -> WeightBreakdown:
+def _excluded(facts: ModelFacts, stored: QuantConfig) -> tuple[Counter, tuple[str, ...]]:
+    """Matrices the checkpoint keeps unquantized as ``{(role, rows, cols): n}``, and the
+    patterns that match no module. A layer module counts when the exclusions name it
+    (``model.layers.{i}.{path}``) in at least as many layers as carry it; stacked experts count
+    per stored matrix (the ``converted_from`` tensors of each expert)."""
+    out: Counter = Counter()
+    used: set[str] = set()
+    arch = facts.architecture
+    for m in arch.modules:
+        names = ["lm_head"] if m.path == "lm_head" else [
+            f"model.layers.{i}.{m.path}" for i in range(max(1, arch.num_layers))]
+        matched = 0
+        for name in names:
+            hits = [p for p in stored.excluded if module_excluded(name, (p,))]
+            used.update(hits)
+            matched += bool(hits)
+        if matched < (1 if m.path == "lm_head" else m.count):
+            continue
+        split = max(1, len(m.converted_from))
+        out[(_module_role(m), m.rows // split, m.cols)] += m.count * max(1, m.experts) * split
+    return out, tuple(p for p in stored.excluded if p not in used)
+
+
+def format_split(facts: ModelFacts, fmt: str, engine: str | None) -> FormatSplit:
+    """What ``fmt`` packs of ``facts`` under ``engine`` (None: the checkpoint as stored).
+
+    Raises:
+        SheetError: unknown format.
+    """
+    # ModelFacts compares without its quantization config: the parsed one is part of the key
+    return _format_split(facts, facts.quant, fmt, engine)
+
+
+@functools.lru_cache(maxsize=64)
+def _format_split(facts: ModelFacts, quant: QuantConfig | None, fmt: str,
+                  engine: str | None) -> FormatSplit:
+    rec = weight_format(fmt)
+    stored = facts.quant if facts.stored_format == fmt else None
+    roles = rec.packs(engine, stored)
+    params = facts.architecture.params
+    groups = list(params) if roles is None else [g for g in params if g.role in roles]
+    excluded, unmatched = (_excluded(facts, stored) if stored is not None and stored.excluded
+                           else (Counter(), ()))
+    packed_groups, kept = [], []
+    for g in groups:
+        shapes, moved = [], []
+        for n, r, c in g.shapes:
+            take = min(n, excluded[(g.role, r, c)])
+            excluded[(g.role, r, c)] -= take
+            if n - take:
+                shapes.append((n - take, r, c))
+            if take:
+                moved.append((g.role, take, r, c))
+        kept += moved
+        packed_groups.append(replace(
+            g, shapes=tuple(shapes), count=g.count - sum(n * r * c for _, n, r, c in moved),
+            matrices=g.matrices - sum(n for _, n, _, _ in moved),
+            rows=g.rows - sum(n * r for _, n, r, _ in moved),
+            cols=g.cols - sum(n * c for _, n, _, c in moved)) if moved else g)
+    packed = Matrices.of(packed_groups, facts.architecture.hidden_size)
+    packed_shapes = [(g.role, g.shapes) for g in packed_groups]
+    return FormatSplit(roles is None, packed, tuple(packed_shapes), tuple(kept), unmatched)
+
+
+def checkpoint_quant_params(facts: ModelFacts, fmt: str) -> QuantParams:
+    """The parameters of ``fmt`` from the checkpoint alone (no sheet): its own values when it
+    stores ``fmt``, else the defaults of ``gpusizer.formats``."""
+    return quant_params(None, facts.quant, fmt, stored_format=facts.stored_format)
+
+
+def weight_breakdown(facts: ModelFacts, fmt: str, *, compute_dtype: str,
+                     quant: QuantParams | None = None,
+                     engine: str | None = None) -> WeightBreakdown:
     """Weight memory of ``facts`` stored as ``fmt``.
 
     Args:
         facts: the model (parameter groups by role).
         fmt: a sheet weight format (not ``auto``).
         compute_dtype: dtype of the modules kept unquantized (``bf16``…).
-        group_size: GPTQ/AWQ group size (inputs per scale); -1 (or 0): one group per output row.
-        double_quant: bitsandbytes nested quantization of the absmax.
-        quantized_roles: parameter roles the format packs (for bitsandbytes, the engine's
-            ``bnb_quantized_roles``);
-            the others stay in ``compute_dtype``.
+        quant: group size, double quantization, fp8 block; None: the checkpoint's own values
+            or the defaults (:func:`checkpoint_quant_params`).
+        engine: the engine that loads it (bitsandbytes under transformers leaves stacked
+            experts unquantized), or None for the checkpoint as stored.
 
     Returns:
         The breakdown in bytes (integers).
 
     Raises:
-        SheetError: a format this model cannot take (mxfp4 on a model without routed experts).
+        SheetError: an unknown format, or one this model cannot take (mxfp4 on a model
+            without routed experts).
     """
-    arch = facts.architecture
-    total = arch.total_parameters
-    quant = sum(g.count for g in arch.params if g.role in quantized_roles)
-    experts = arch.parameters_by_role("expert_linear")
-    matrices = sum(g.matrices for g in arch.params if g.role in quantized_roles)
-    rows = sum(g.rows for g in arch.params if g.role in quantized_roles)
-    cols = sum(g.cols for g in arch.params if g.role in quantized_roles)
+    rec = weight_format(fmt)
+    quant = quant if quant is not None else checkpoint_quant_params(facts, fmt)
+    split = format_split(facts, fmt, engine)
+    total = facts.architecture.total_parameters
+    if split.every_parameter:
+        b = rec.packed_bytes(total)
+        why = (" (theoretical: no metadata, no module kept in 16 bit)" if rec.theoretical else "")
+        return WeightBreakdown(b, 0, 0, f"{total} parameters × {rec.value_bytes_text}{why}",
+                               "none (theoretical)" if rec.theoretical else "none")
+    m = split.packed
+    if m.values == 0:
+        raise SheetError(f"{fmt} quantizes {rec.packs_text} weights only; this model has none",
+                         field="weights", value=fmt)
     kb = DTYPE_BYTES[compute_dtype]
+    kept_n = total - m.values
+    meta = rec.metadata(m, quant)
+    notes = ()
+    if split.unmatched:
+        shown = ", ".join(split.unmatched[:5]) + (" …" if len(split.unmatched) > 5 else "")
+        notes = (f"the checkpoint keeps {shown} unquantized ({facts.quant.source}) but they name "
+                 f"no module gpusizer counts: any decoder linear among them is counted as "
+                 f"{fmt} (an underestimate)",)
+    return WeightBreakdown(rec.packed_bytes(m.values), kept_n * kb, meta.bytes,
+                           f"{m.values} {rec.packs_text} values × {rec.value_bytes_text} + "
+                           f"{kept_n} parameters kept in {compute_dtype} × {kb} B",
+                           meta.formula, notes)
 
-    if fmt in ("fp32", "fp16", "bf16"):
-        b = total * DTYPE_BYTES[fmt]
-        return WeightBreakdown(b, 0, 0, f"{total} parameters × {DTYPE_BYTES[fmt]} B", "none")
-    if fmt == "int4":
-        b = dense_bytes(total, "int4")
-        return WeightBreakdown(b, 0, 0, f"{total} parameters × 4 bit / 8 (theoretical: no "
-                               "metadata, no module kept in 16 bit)", "none (theoretical)")
-    if fmt == "mxfp4":
-        if experts == 0:
-            raise SheetError("mxfp4 quantizes routed-expert weights (gpt-oss); this model has none",
-                             field="weights", value=fmt)
-        packed = experts // 2
-        meta = _per_matrix(facts, ("expert_linear",), lambda r, c: r * _ceil_div(c, MX_BLOCK)) \
-            or _ceil_div(experts, MX_BLOCK)
-        kept = (total - experts) * kb
-        return WeightBreakdown(packed, kept, meta,
-                               f"{experts} expert values × 0.5 B + {total - experts} other "
-                               f"parameters × {kb} B ({compute_dtype})",
-                               f"{experts} / {MX_BLOCK} E8M0 scales × 1 B")
-    kept = (total - quant) * kb
-    kept_text = f"{total - quant} parameters kept in {compute_dtype} × {kb} B"
-    if fmt == "fp8":
-        block = None
-        qc = facts.quantization_config or {}
-        if isinstance(qc.get("weight_block_size"), (list, tuple)) and len(qc["weight_block_size"]) == 2:
-            block = tuple(int(x) for x in qc["weight_block_size"])
-        exact = block and _per_matrix(facts, quantized_roles, lambda r, c: _ceil_div(
-            r, block[0]) * _ceil_div(c, block[1]))
-        if exact:
-            n_scales = exact
-            meta_text = (f"{n_scales} fp32 scale_inv (one per {block[0]}×{block[1]} block of each "
-                         "matrix, ceil per dimension) × 4 B")
-        elif block:
-            n_scales = _ceil_div(quant, block[0] * block[1])
-            meta_text = (f"{quant} / ({block[0]}×{block[1]}) fp32 block scales × 4 B (matrix "
-                         "shapes unknown: exact only when dims are multiples of the block)")
-        else:
-            n_scales = matrices
-            meta_text = f"{matrices} matrices × one fp32 per-tensor scale × 4 B"
-        return WeightBreakdown(quant, kept, n_scales * 4, f"{quant} linear values × 1 B + "
-                               + kept_text, meta_text)
-    if fmt == "int8":
-        return WeightBreakdown(quant, kept, rows * 4, f"{quant} linear values × 1 B + " + kept_text,
-                               f"{rows} output rows × fp32 SCB 4 B")
-    if fmt in ("nf4", "fp4"):
-        blocks = _per_matrix(facts, quantized_roles, lambda r, c: _ceil_div(r * c, BNB_BLOCK)) \
-            or _ceil_div(quant, BNB_BLOCK)
-        if double_quant:
-            meta = blocks + _ceil_div(blocks, BNB_DQ_BLOCK) * 4
-            meta_text = (f"{blocks} blocks of {BNB_BLOCK} × 1 B (8-bit absmax) + "
-                         f"{_ceil_div(blocks, BNB_DQ_BLOCK)} second-level fp32 absmax × 4 B")
-        else:
-            meta = blocks * 4
-            meta_text = f"{quant} / {BNB_BLOCK} = {blocks} fp32 absmax × 4 B"
-        return WeightBreakdown(_ceil_div(quant, 2), kept, meta,
-                               f"{quant} linear values × 0.5 B + " + kept_text, meta_text)
-    if fmt in ("gptq-int4", "awq-int4"):
-        def per_row(c: int) -> int:  # groups along one output row; -1: one group (per-channel)
-            return 1 if group_size <= 0 else _ceil_div(c, group_size)
-        groups = _per_matrix(facts, quantized_roles, lambda r, c: per_row(c) * r) \
-            or _ceil_div(quant, group_size if group_size > 0 else max(1, arch.hidden_size))
-        zeros = _per_matrix(facts, quantized_roles,
-                            lambda r, c: per_row(c) * _ceil_div(r, 8)) or _ceil_div(groups, 8)
-        meta = groups * 2 + zeros * 4
-        size_text = "per-channel" if group_size <= 0 else f"of {group_size}"
-        meta_text = f"{groups} groups {size_text} × (fp16 scale 2 B + int4 zero 0.5 B)"
-        if fmt == "gptq-int4":
-            meta += cols * 4
-            meta_text += f" + {cols} input columns × int32 g_idx 4 B"
-        return WeightBreakdown(_ceil_div(quant, 2), kept, meta,
-                               f"{quant} linear values × 0.5 B + " + kept_text, meta_text)
-    raise SheetError(f"unknown weight format {fmt!r}", field="weights", value=fmt)
+
+def resident_matrices(facts: ModelFacts, fmt: str, *, engine: str | None,
+                      compute_dtype: str) -> list[tuple[str, int, int, int, float]]:
+    """``(role, n, rows, cols, bytes per value)`` of every weight matrix on the GPU: the packed
+    ones at the format's bytes per value (metadata apart), the others in the compute dtype."""
+    split = format_split(facts, fmt, engine)
+    per_value = weight_format(fmt).bits / 8
+    if split.every_parameter:
+        return [(g.role, n, r, c, per_value) for g in facts.architecture.params
+                for n, r, c in g.shapes]
+    kept = DTYPE_BYTES[compute_dtype]
+    packed_roles = {role for role, _ in split.packed_shapes}
+    out = [(role, n, r, c, per_value) for role, shapes in split.packed_shapes
+           for n, r, c in shapes]
+    out += [(role, n, r, c, kept) for role, n, r, c in split.kept_shapes]
+    out += [(g.role, n, r, c, kept) for g in facts.architecture.params
+            if g.role not in packed_roles for n, r, c in g.shapes]
+    return out

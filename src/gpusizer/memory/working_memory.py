@@ -18,7 +18,8 @@ gate_up + ``SiluAndMul``, which keep the same live set):
   ``E`` per token, the tokens of one expert (T·k/E) through its MLP, and shared experts;
 - RMSNorm step: the residual, an fp32 copy, its fp32 normalized value and the output;
 - transformers keeps the embedding output referenced (``inputs_embeds``) for the whole forward;
-- bitsandbytes matmuls add their own transients (see ``_linear_transient``);
+- quantized matmuls add their own transients (the format's ``matmul_transient``: bitsandbytes
+  dequantizes or quantizes whole tensors; fused kernels add none);
 - simplifications, not counted: ``repeat_kv`` copies of K/V when SDPA gets an explicit padding
   mask (GQA then materializes K/V at all query heads), and the boolean mask itself;
 - logits: ``logits: last`` keeps one position per sequence, cast to fp32 by ``generate`` and
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..formats import Matrices, weight_format
 from ..model.facts import ModelFacts
 
 __all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes", "WORKING_SOURCE"]
@@ -90,7 +92,7 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
             ``fused_moe``) instead of one expert after the other (transformers).
         keeps_inputs_embeds: the embedding output stays referenced for the whole forward
             (transformers ``inputs_embeds``). Both are the engine's (``engines.Engine``).
-        weights_format: the running weight format (bitsandbytes matmul transients).
+        weights_format: the running weight format (its matmul transient).
 
     Returns:
         A :class:`WorkingMemory`; all sizes in bytes.
@@ -170,24 +172,16 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
 
 
 def _linear_transient(facts: ModelFacts, fmt: str, *, t: int, b: int, tp: int) -> int:
-    """Extra memory while one quantized linear runs, bytes.
-
-    - nf4/fp4: ``MatMul4Bit`` dequantizes the whole weight to the compute dtype for batched
-      inputs (bitsandbytes ``autograd/_functions.py``): the largest matrix × b.
-    - int8 (LLM.int8): ``MatMul8bitLt`` quantizes the input row-wise (int8 [T, in] + fp32 [T]),
-      multiplies into int32 [T, out] and dequantizes to fp16 [T, out] before casting:
-      T·out·(4 + 2) + T·in + 4T for the widest linear.
-    - other formats: fused kernels dequantize tile by tile (no whole-matrix transient).
-    """
+    """Extra memory while one quantized linear runs on ``t`` tokens, bytes: the format's
+    ``matmul_transient`` over the decoder's dense linears (``gpusizer.formats``: bitsandbytes
+    ``MatMul4Bit`` dequantizes the largest matrix, ``MatMul8bitLt`` quantizes the input and
+    dequantizes the output; fused kernels dequantize tile by tile, 0)."""
+    transient = weight_format(fmt).matmul_transient
+    if transient is None:
+        return 0
     linears = [g for g in facts.architecture.params if g.role == "linear"]
-    if fmt in ("nf4", "fp4"):
-        largest = max((g.largest_matrix for g in linears), default=0)
-        return largest // tp * b
-    if fmt == "int8":
-        shapes = [(r, c) for g in linears for _, r, c in g.shapes]
-        if not shapes:
-            return 0
-        out = max(r for r, _ in shapes) // tp
-        inp = max(c for _, c in shapes)
-        return t * out * (4 + 2) + t * inp + 4 * t
-    return 0
+    shapes = tuple(s for g in linears for s in g.shapes)
+    m = Matrices(shapes, sum(g.count for g in linears),
+                 largest=max((g.largest_matrix for g in linears), default=0),
+                 hidden=facts.architecture.hidden_size)
+    return transient(m, t, b, tp)

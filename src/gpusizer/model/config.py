@@ -11,7 +11,7 @@ from ..errors import ModelError
 from .config_reader import ConfigReader
 from .facts import ModelFacts
 from .families import family_for
-from .stored_format import stored_format
+from .stored_format import declared_quantization, stored_format
 
 __all__ = ["KEYS_WITHOUT_MEMORY_EFFECT", "facts_from_config"]
 
@@ -44,7 +44,8 @@ module's ``IGNORED_KEYS``."""
 
 def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
                       revision: str | None, source: str, source_detail: str,
-                      file: str | None = None) -> ModelFacts:
+                      file: str | None = None,
+                      side_files: Mapping[str, Mapping] | None = None) -> ModelFacts:
     """Facts about a model from its parsed config.json.
 
     Args:
@@ -54,6 +55,8 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         source: ``path`` | ``registry`` | ``hub``.
         source_detail: human text naming the file(s) and public source.
         file: the file named in errors (default: ``source_detail``).
+        side_files: files read next to config.json that a format's detector uses (name →
+            parsed JSON; ``gpusizer.formats.side_files()`` names them).
 
     Returns:
         ModelFacts with parameter groups counted as transformers instantiates them; stored bytes
@@ -74,7 +77,8 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
     family = family_for(config["model_type"], file=where, has_auto_map=auto_map)
     reader = ConfigReader(config, file=where)
     arch = family.describe(reader)
-    dtype, fmt, fmt_note = stored_format(config, file=where)
+    side = side_files or {}
+    dtype, fmt, fmt_note = stored_format(config, file=where, side=side)
     skipped = KEYS_WITHOUT_MEMORY_EFFECT | family.IGNORED_KEYS | reader.used
     unrecognised = tuple(sorted(k for k in config if k not in skipped))
     notes = list(arch.notes)
@@ -83,10 +87,12 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
                      "family, remote code not executed")
     if fmt_note:
         notes.append(fmt_note)
+    quant, quant_where = declared_quantization(config, side, file=where)
+    if quant is not None and quant_where != "config.json quantization_config":
+        notes.append(f"quantization read from {quant_where}")
     detail = "; ".join([source_detail, *notes])
-    quant = config.get("quantization_config")
     return ModelFacts(
         model_id=model_id, revision=revision, source=source, source_detail=detail,
         model_type=str(config["model_type"]), architecture=arch, stored_dtype=dtype,
-        stored_format=fmt, quantization_config=dict(quant) if isinstance(quant, Mapping) else None,
+        stored_format=fmt, quantization_config=quant,
         unrecognised_keys=unrecognised)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 
+from ..formats import QuantConfig, detect
+
 if TYPE_CHECKING:  # architecture.py imports this module's value types
     from .architecture import Architecture
 
@@ -204,7 +206,10 @@ class ModelFacts:
         stored_dtype: config.json ``torch_dtype``/``dtype`` (e.g. ``"bfloat16"``) or None.
         stored_format: the weight format as stored, in the sheet's vocabulary (``bf16``, ``fp8``,
             ``gptq-int4``, ``mxfp4``, ``int8``, ``nf4``…), or None when unknown.
-        quantization_config: config.json ``quantization_config`` as given, or None.
+        quantization_config: config.json ``quantization_config`` as given (or the side file
+            that declares it, ModelOpt's ``hf_quant_config.json``), or None.
+        quant: ``quantization_config`` parsed once by its format family's detector
+            (``gpusizer.formats.detect``), or None; derived, never passed.
         stored_bytes: exact tensor bytes of the checkpoint from safetensors headers or the index's
             ``metadata.total_size``, or None when no header was read.
         stored_bytes_source: where ``stored_bytes`` came from.
@@ -223,3 +228,9 @@ class ModelFacts:
     stored_bytes: int | None = None
     stored_bytes_source: str | None = None
     unrecognised_keys: tuple[str, ...] = ()
+    quant: QuantConfig | None = field(init=False, default=None, hash=False, compare=False,
+                                      repr=False)
+
+    def __post_init__(self) -> None:
+        parsed = detect(self.quantization_config) if self.quantization_config else None
+        object.__setattr__(self, "quant", parsed)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HubError, ModelError, ModelNotFoundError
+from ..formats import side_files
 from ..sheet import Sheet
 from .config import facts_from_config
 from .facts import ModelFacts
@@ -34,7 +35,8 @@ def resolve_model(*, model_id: str | None, revision: str | None, path: str | Pat
                   trust_remote_code: bool = False) -> ModelFacts:
     """Facts about the sheet's model.
 
-    Order: ``path`` (its config.json, plus safetensors headers or index when present) → the
+    Order: ``path`` (its config.json and the side files a weight format's detector reads, such
+    as ModelOpt's ``hf_quant_config.json``, plus safetensors headers or index) → the
     bundled registry by id (when ``revision`` is unset, ``main`` or the entry's own) → the Hub
     (``hf_hub_download(model_id, "config.json", revision=...)`` and the safetensors headers).
 
@@ -71,9 +73,11 @@ def _from_folder(folder: Path, *, model_id: str | None, revision: str | None) ->
         raise ModelError("no config.json in this folder; model.path must hold the checkpoint's "
                          "config.json", field="model.path", value=str(folder), file=str(folder))
     config = _read_json(config_file)
+    # files next to config.json a format's detector reads (ModelOpt's hf_quant_config.json)
+    side = {name: _read_json(folder / name) for name in side_files() if (folder / name).is_file()}
     facts = facts_from_config(config, model_id=model_id or str(folder), revision=revision,
                               source="path", source_detail=str(config_file),
-                              file=str(config_file))
+                              file=str(config_file), side_files=side)
     stored = local_stored_tensors(folder)
     if stored is None:
         return replace(facts, stored_bytes_source=f"no safetensors files or index in {folder}")

@@ -7,45 +7,43 @@ checkpoint also stores per-block scales, and transformers also loads persistent 
 
 from __future__ import annotations
 
-from math import ceil
-
 from ..errors import ModelError
-from .facts import QUANTIZABLE_ROLES, ModelFacts
+from ..formats import Matrices, quant_params, weight_format
+from .facts import ModelFacts
 
-__all__ = ["MXFP4_BLOCK", "scale_elements", "buffer_elements", "stored_tensor_elements"]
-
-MXFP4_BLOCK = 32
-"""Values sharing one E8M0 scale in MXFP4 (OCP Microscaling Formats spec v1.0, §5.1; gpt-oss
-stores ``*_blocks`` (16 bytes = 32 fp4 values) and one ``*_scales`` byte per block)."""
-
-_UNSCALED = frozenset({"bf16", "fp16", "fp32"})
+__all__ = ["scale_elements", "buffer_elements", "stored_tensor_elements"]
 
 
 def scale_elements(facts: ModelFacts) -> int:
-    """Scale elements the checkpoint stores next to its packed weights.
+    """Scale elements the checkpoint stores next to its packed weights: the stored format's
+    metadata elements (``gpusizer.formats``) over the matrices it packs, with the checkpoint's
+    own quantization parameters.
 
-    - fp8 with ``weight_block_size`` [br, bc] (DeepSeek-V3 ``weight_scale_inv``): Σ over the
-      quantizable matrices of ⌈rows/br⌉·⌈cols/bc⌉ (transformers
+    - fp8 (DeepSeek-V3 ``weight_scale_inv``): Σ over the quantizable matrices of
+      ⌈rows/br⌉·⌈cols/bc⌉ for the checkpoint's ``weight_block_size`` [br, bc] (transformers
       ``integrations/finegrained_fp8.py``).
     - mxfp4 (gpt-oss): Σ over routed-expert matrices of rows·⌈cols/32⌉; attention, router,
       embeddings and lm_head stay bf16 (config ``modules_to_not_convert``).
     - bf16 / fp16 / fp32: 0.
 
     Raises:
-        ModelError: another stored format (its scale layout is not modelled here).
+        ModelError: a stored format whose scale elements are not modelled (a layout that packs
+            several values per element, or an unknown format).
     """
-    fmt, quant = facts.stored_format, facts.quantization_config or {}
-    if fmt in _UNSCALED:
+    fmt = facts.stored_format
+    rec = weight_format(fmt) if fmt is not None else None
+    if rec is not None and rec.dense:
         return 0
-    if fmt == "fp8" and isinstance(quant.get("weight_block_size"), list):
-        br, bc = quant["weight_block_size"]
-        return sum(n * ceil(r / br) * ceil(c / bc) for g in facts.architecture.params
-                   if g.role in QUANTIZABLE_ROLES for n, r, c in g.shapes)
-    if fmt == "mxfp4":
-        return sum(n * r * ceil(c / MXFP4_BLOCK) for g in facts.architecture.params
-                   if g.role == "expert_linear" for n, r, c in g.shapes)
-    raise ModelError(f"the scale layout of stored format {fmt!r} is not modelled",
-                     field="stored_format", value=fmt, file=facts.source_detail)
+    meta = None
+    if rec is not None:
+        roles = rec.packs(None, facts.quant)
+        groups = [g for g in facts.architecture.params if roles is None or g.role in roles]
+        quant = quant_params(None, facts.quant, fmt, stored_format=fmt)
+        meta = rec.metadata(Matrices.of(groups, facts.architecture.hidden_size), quant)
+    if meta is None or meta.elements is None:
+        raise ModelError(f"the scale layout of stored format {fmt!r} is not modelled",
+                         field="stored_format", value=fmt, file=facts.source_detail)
+    return meta.elements
 
 
 def buffer_elements(facts: ModelFacts) -> int:

@@ -1,10 +1,11 @@
 """Candidate weight formats for a quality run, and how each is produced (imports torch).
 
-- ``fp32``, ``fp16``, ``bf16``: the checkpoint loaded in that dtype
-  (``from_pretrained(dtype=…)``); runs everywhere.
-- ``int8``, ``nf4``, ``fp4``: bitsandbytes through transformers' ``BitsAndBytesConfig``
-  (LLM.int8, 4-bit NF4/FP4) — what ``weights: int8/nf4/fp4`` loads; runs where bitsandbytes is
-  installed and has kernels for the device.
+- the weight formats whose record (``gpusizer.formats``) has ``quality`` ``dtype`` (fp32, fp16,
+  bf16): the checkpoint loaded in that dtype (``from_pretrained(dtype=…)``); runs everywhere;
+- those with ``quality`` ``bitsandbytes`` (int8, nf4, fp4): bitsandbytes through transformers'
+  ``BitsAndBytesConfig`` (LLM.int8, 4-bit NF4/FP4) — what ``weights: int8/nf4/fp4`` loads; runs
+  where bitsandbytes is installed and has kernels for the device;
+- the others need their own pre-quantized checkpoint (evaluated elsewhere and imported);
 - ``int8-roundtrip``, ``int4-roundtrip``: every ``nn.Linear`` weight except ``lm_head``
   quantized per output channel, symmetric, round-to-nearest, then dequantized back to the
   reference dtype; runs everywhere (a simulation: no int kernel, weights stay in that dtype).
@@ -23,11 +24,12 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import FormatUnavailableError, QualityError
+from ..formats import FORMATS as WEIGHT_FORMATS
 
 __all__ = ["FormatSpec", "FORMATS", "format_spec", "TORCH_DTYPES", "roundtrip_linear_weights",
            "bitsandbytes_config", "require_runnable"]
 
-TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+TORCH_DTYPES = {n: getattr(torch, r.torch_dtype) for n, r in WEIGHT_FORMATS.items() if r.dense}
 
 
 @dataclass(frozen=True)
@@ -50,15 +52,8 @@ class FormatSpec:
 
 
 FORMATS: dict[str, FormatSpec] = {
-    "fp32": FormatSpec("fp32", "dtype", "torch dtype float32 (from_pretrained dtype)"),
-    "fp16": FormatSpec("fp16", "dtype", "torch dtype float16 (from_pretrained dtype)"),
-    "bf16": FormatSpec("bf16", "dtype", "torch dtype bfloat16 (from_pretrained dtype)"),
-    "int8": FormatSpec("int8", "bitsandbytes", "bitsandbytes LLM.int8 (BitsAndBytesConfig "
-                       "load_in_8bit)"),
-    "nf4": FormatSpec("nf4", "bitsandbytes", "bitsandbytes 4-bit NF4 (BitsAndBytesConfig "
-                      "bnb_4bit_quant_type=nf4)"),
-    "fp4": FormatSpec("fp4", "bitsandbytes", "bitsandbytes 4-bit FP4 (BitsAndBytesConfig "
-                      "bnb_4bit_quant_type=fp4)"),
+    **{n: FormatSpec(n, r.quality, r.quality_implementation)
+       for n, r in WEIGHT_FORMATS.items() if r.quality is not None},
     "int8-roundtrip": FormatSpec("int8-roundtrip", "roundtrip", "PyTorch per-output-channel "
                                  "symmetric int8 round-trip of nn.Linear weights (lm_head kept), "
                                  "dequantized to the reference dtype: a simulation", 8, "int8"),
@@ -72,15 +67,16 @@ def format_spec(name: str) -> FormatSpec:
     """The spec of a candidate or reference format.
 
     Raises:
-        QualityError: a format a quality run cannot produce (fp8, GPTQ, AWQ, MXFP4 need their
-            own pre-quantized checkpoints).
+        QualityError: a format a quality run cannot produce (those whose record has no
+            ``quality``: fp8, GPTQ, AWQ, MXFP4… need their own pre-quantized checkpoints).
     """
     spec = FORMATS.get(name)
     if spec is None:
-        raise QualityError(f"expected one of {', '.join(FORMATS)}, got {name!r} (fp8, gptq-int4, "
-                           "awq-int4 and mxfp4 need their own checkpoint: evaluate it with "
-                           "lm-evaluation-harness and `gpusizer quality import`)",
-                           field="--candidate", value=name)
+        own = [n for n, r in WEIGHT_FORMATS.items() if r.quality is None and not r.theoretical]
+        raise QualityError(f"expected one of {', '.join(FORMATS)}, got {name!r} "
+                           f"({', '.join(own[:-1])} and {own[-1]} need their own checkpoint: "
+                           "evaluate it with lm-evaluation-harness and `gpusizer quality "
+                           "import`)", field="--candidate", value=name)
     return spec
 
 
@@ -106,7 +102,7 @@ def bitsandbytes_config(spec: FormatSpec, compute_dtype: torch.dtype, *, double_
     """
     require_runnable(spec)
     from transformers import BitsAndBytesConfig
-    if spec.name == "int8":
+    if WEIGHT_FORMATS[spec.name].bits == 8:  # LLM.int8; the 4-bit ones name their codebook
         return BitsAndBytesConfig(load_in_8bit=True)
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=spec.name,
                               bnb_4bit_compute_dtype=compute_dtype,

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.types import Card
+from ..formats import FORMATS, weight_format
 from ..memory.engines import ENGINES
-from ..memory.estimate import estimate_memory, plan_weights
+from ..memory.estimate import estimate_memory, plan_weights, sheet_quant_params
 from ..memory.items import Item, ItemName, MemoryEstimate, Note
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -63,11 +64,21 @@ CARRIED_ITEMS: tuple[ItemName, ...] = ("cuda_context", "cublas_workspace", "nccl
 _LOWER_BOUND_ITEMS: tuple[ItemName, ...] = ("weights", "lora_adapters", "kv_cache")
 """What the simulated lower bound sums (at the end of decode, or at the optimizer step)."""
 
-SUPPORTED_WEIGHTS = ("fp32", "fp16", "bf16", "nf4", "fp4", "int8", "fp8", "gptq-int4", "awq-int4")
+LAID_OUT = ("nf4", "fp4", "int8", "fp8", "gptq-int4", "awq-int4")
+"""Quantized formats the simulation lays out at their stored sizes: ``quantized.FORMATS``
+(bitsandbytes 4-bit) and ``quantized_layouts.LAYOUT_FORMATS`` (a test checks they agree; kept
+here so this module imports no torch). A new format's layout goes in one of those modules."""
 
-_EXPERT_PACKING = ("fp8", "gptq-int4", "awq-int4")
-"""Formats whose checkpoints pack the routed experts too (estimate counts them packed); the
-simulation replaces ``nn.Linear`` layers only, not transformers' stacked 3-D expert tensors."""
+SUPPORTED_WEIGHTS = tuple(n for n, r in FORMATS.items() if r.dense or n in LAID_OUT)
+"""The registry's dense formats and those with a simulate layout, in the registry's order."""
+
+
+def _packs_experts(fmt: str) -> bool:
+    """The format packs routed experts under transformers (estimate counts them packed); the
+    simulation replaces ``nn.Linear`` layers only, not transformers' stacked 3-D expert tensors."""
+    rec = weight_format(fmt)
+    roles = rec.packs("transformers", None)
+    return roles is not None and "expert_linear" in roles
 
 
 @dataclass
@@ -113,11 +124,10 @@ def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None 
     """
     if running_format not in SUPPORTED_WEIGHTS:
         raise UnsupportedBySimulation(
-            f"simulate runs fp32 / fp16 / bf16, bitsandbytes nf4 / fp4 / int8, fp8 (block "
-            f"scales), gptq-int4 and awq-int4 weights; {running_format} layouts (routed experts "
-            "in E2M1 with E8M0 scales) are not simulated by this version: use gpusizer estimate",
-            field="weights", value=sheet.weights)
-    if running_format in _EXPERT_PACKING and facts is not None \
+            f"simulate runs {', '.join(SUPPORTED_WEIGHTS)} weights; {running_format} layouts "
+            f"({weight_format(running_format).layout}) are not simulated by this version: use "
+            "gpusizer estimate", field="weights", value=sheet.weights)
+    if _packs_experts(running_format) and facts is not None \
             and facts.architecture.parameters_by_role("expert_linear") > 0:
         raise UnsupportedBySimulation(
             f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
@@ -165,6 +175,8 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     from .gpu_rules import DEFAULT_COMPUTE_CAPABILITY
     from .phases import RuleSwitches, run_phases
 
+    if sheet.weights != "auto":
+        check_supported(sheet, sheet.weights, facts)  # refuse by name before any card rule
     plan = plan_weights(sheet, facts, card)
     check_supported(sheet, plan.runs, facts)
     cfg, where = load_config_dict(sheet, base_dir=base_dir)
@@ -177,20 +189,14 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         cc_info = {"value": list(cc), "source": "no card given: an sm80 (Ampere or later) GPU is "
                                                 "assumed for the kernel choice; give --card"}
     quant = None
-    if plan.runs not in ("fp32", "fp16", "bf16"):
-        from ..memory.estimate import quant_params
+    if not weight_format(plan.runs).dense:
         from .phases import Quantization
-        from .quantized_layouts import FP8_DEFAULT_BLOCK
-        group_size, double_quant = quant_params(sheet, facts, plan.runs)
+        qp = sheet_quant_params(sheet, facts, plan.runs)
         tr = sheet.training
-        qc = (facts.quantization_config or {}) if facts is not None else {}
-        wbs = qc.get("weight_block_size")
-        block = (tuple(int(v) for v in wbs) if isinstance(wbs, (list, tuple)) and len(wbs) == 2
-                 else FP8_DEFAULT_BLOCK)
-        quant = Quantization(double_quant, converted=plan.converted,
+        quant = Quantization(qp.double_quant, converted=plan.converted,
                              prepare_kbit=sheet.task == "qlora" and tr is not None
                              and tr.prepare_kbit_training is not False,
-                             fmt=plan.runs, group_size=group_size, block=block)
+                             fmt=plan.runs, group_size=qp.group_size, block=qp.block)
     amp = sheet.training is not None and sheet.training.precision == "amp"
     model_dtype = "fp32" if amp and sheet.task == "full" else plan.compute_dtype
     run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,

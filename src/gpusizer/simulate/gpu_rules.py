@@ -35,6 +35,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from unittest import mock
 
+from ..formats import weight_format
+from ..memory.card_rules import FLASH_ATTENTION_MIN_CC
+
 __all__ = ["AttentionChoice", "choose_attention_kernel", "optimizer_flags", "GpuRules",
            "DEFAULT_COMPUTE_CAPABILITY"]
 
@@ -82,7 +85,8 @@ def choose_attention_kernel(*, dtype: str, head_dim: int, has_mask: bool,
     if requested == "eager":
         return AttentionChoice("eager", "attention: eager (transformers eager_attention_forward "
                                         "keeps the S × S scores)")
-    if requested == "flash" and cc >= (8, 0) and dtype in _LOW_PRECISION and head_dim <= 256:
+    if requested == "flash" and cc >= FLASH_ATTENTION_MIN_CC and dtype in _LOW_PRECISION \
+            and head_dim <= 256:
         return AttentionChoice("flash", "attention: flash (FlashAttention-2: sm80+, fp16/bf16, "
                                         "head_dim ≤ 256; soft-capping supported)")
     if softcapping:
@@ -103,7 +107,7 @@ def choose_attention_kernel(*, dtype: str, head_dim: int, has_mask: bool,
 
 
 def _flash_refusal(dtype: str, head_dim: int, has_mask: bool, cc: tuple) -> str | None:
-    if cc < (8, 0):
+    if cc < FLASH_ATTENTION_MIN_CC:
         return f"needs sm80+, card is sm{cc[0]}{cc[1]}"
     if dtype not in _LOW_PRECISION:
         return f"needs fp16/bf16, got {dtype}"
@@ -117,8 +121,9 @@ def _flash_refusal(dtype: str, head_dim: int, has_mask: bool, cc: tuple) -> str 
 def _efficient_refusal(dtype: str, head_dim: int, cc: tuple) -> str | None:
     if cc < (5, 0):
         return f"needs sm50+, card is sm{cc[0]}{cc[1]}"
-    if dtype == "bf16" and cc < (8, 0):
-        return f"bf16 needs sm80+, card is sm{cc[0]}{cc[1]}"
+    need = weight_format(dtype).min_compute_capability
+    if need is not None and cc < need:
+        return f"{dtype} needs sm{need[0]}{need[1]}+, card is sm{cc[0]}{cc[1]}"
     align = 4 if dtype == "fp32" else 8
     if head_dim % align:
         return f"head_dim {head_dim} is not a multiple of {align}"

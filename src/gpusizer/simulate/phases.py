@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ..formats import FP8_DEFAULT_BLOCK
 from ..sheet import Sheet
 from .tracker import LiveTracker, PhasePeak
 
@@ -73,7 +74,7 @@ class Quantization:
     prepare_kbit: bool = False
     fmt: str = "nf4"
     group_size: int = 128
-    block: tuple[int, int] = (128, 128)
+    block: tuple[int, int] = FP8_DEFAULT_BLOCK
 
 
 @dataclass
@@ -158,9 +159,9 @@ def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
         import torch
 
         from .build import TORCH_DTYPES
-        from .quantized import quantize_linears
+        from .quantized import FORMATS as BNB4, quantize_linears
         compute = getattr(torch, TORCH_DTYPES[dtype])
-        if q.fmt in ("nf4", "fp4"):
+        if q.fmt in BNB4:
             layers, values = quantize_linears(model, compute_dtype=compute,
                                               double_quant=q.double_quant, converted=q.converted,
                                               track=tracker.track)

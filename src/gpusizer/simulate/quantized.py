@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["BNB4_BLOCK", "BNB4_NESTED_BLOCK", "packed_sizes", "quantize_linears", "Linear4bit"]
+from ..formats.bnb import BNB_BLOCK, BNB_DQ_BLOCK
 
-BNB4_BLOCK = 64
+__all__ = ["FORMATS", "BNB4_BLOCK", "BNB4_NESTED_BLOCK", "packed_sizes", "quantize_linears",
+           "Linear4bit"]
+
+FORMATS = ("nf4", "fp4")
+"""Formats this module lays out (the others: ``quantized_layouts.py``)."""
+
+BNB4_BLOCK = BNB_BLOCK
 """Values per absmax block (bitsandbytes ``quantize_4bit`` blocksize for 4-bit weights)."""
 
-BNB4_NESTED_BLOCK = 256
+BNB4_NESTED_BLOCK = BNB_DQ_BLOCK
 """Absmax values per second-level block under double quantization."""
 
 

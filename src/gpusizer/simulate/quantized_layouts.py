@@ -38,13 +38,16 @@ from __future__ import annotations
 
 import torch
 
+from ..formats import FP8_DEFAULT_BLOCK as _FP8_DEFAULT_BLOCK
+
 __all__ = ["LAYOUT_FORMATS", "FP8_DEFAULT_BLOCK", "stored_tensors", "PackedLinear"]
 
 LAYOUT_FORMATS = ("int8", "fp8", "gptq-int4", "awq-int4")
 """Formats this module lays out (nf4 / fp4: ``quantized.py``)."""
 
-FP8_DEFAULT_BLOCK = (128, 128)
-"""``FineGrainedFP8Config.weight_block_size`` default (output rows, input columns)."""
+FP8_DEFAULT_BLOCK = _FP8_DEFAULT_BLOCK
+"""``gpusizer.formats.FP8_DEFAULT_BLOCK``: ``FineGrainedFP8Config.weight_block_size`` default
+(output rows, input columns)."""
 
 _PACK = 8
 """4-bit values per int32 (GPTQ / AWQ packing)."""
@@ -68,7 +71,8 @@ def stored_tensors(fmt: str, in_features: int, out_features: int, *, group_size:
         return {"weight": ((o, i), "int8"), "SCB": ((o,), "float32")}
     if fmt == "fp8":
         return {"weight": ((o, i), "float8_e4m3fn"),
-                "weight_scale_inv": ((_ceil(o, block[0]), _ceil(i, block[1])), "float32")}
+                "weight_scale_inv": ((_ceil(o, block[0] or o), _ceil(i, block[1] or i)),
+                                     "float32")}
     groups = 1 if group_size <= 0 else _ceil(i, group_size)
     if fmt == "gptq-int4":
         return {"qweight": ((_ceil(i, _PACK), o), "int32"),

@@ -120,9 +120,6 @@ class Engine(Protocol):
         simulate_refusal, measure_refusal: why ``simulate`` / ``measure`` do not run this engine,
             or None when they do (see ``simulate_supported`` / ``measure_supported``).
         placement: how it splits a model over GPUs (``placement.PlacementRule``).
-        bnb_quantized_roles: the parameter roles bitsandbytes formats quantize under it.
-        fp8_weight_only: on a card without fp8 tensor cores (CC < 8.9), the note saying how the
-            engine keeps fp8 weights (weight-only kernels), or None when they are dequantized.
         fused_moe: routed experts run through fused kernels with scratch buffers (vLLM
             ``fused_moe``), not a loop over experts.
         keeps_inputs_embeds: the embedding output stays referenced for the whole forward
@@ -139,8 +136,6 @@ class Engine(Protocol):
     simulate_refusal: str | None
     measure_refusal: str | None
     placement: PlacementRule
-    bnb_quantized_roles: frozenset[str]
-    fp8_weight_only: str | None
     fused_moe: bool
     keeps_inputs_embeds: bool
     budget_rule: str

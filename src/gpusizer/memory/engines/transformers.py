@@ -10,7 +10,7 @@
   replicates the embedding; accelerate's ``device_map`` places whole layers.
 - bitsandbytes replaces ``nn.Linear`` only: v5's stacked expert tensors stay in the compute dtype
   (bitsandbytes-foundation/bitsandbytes#1849). fp8 below CC 8.9 is dequantized at load
-  (``card_rules``).
+  (the ``gpusizer.formats`` records, applied by ``card_rules``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from ...model.facts import ModelFacts
 from ..items import Item
 from ..kv_cache import KvLayout, kv_layout, prefill_kv_bytes
 from ..placement import PlacementRule
-from ..weights import LINEAR_ONLY
 from ..working_memory import WORKING_SOURCE, forward_working_bytes
 from .base import EngineBase, PoolCondition, PoolSplit
 
@@ -42,8 +41,6 @@ class TransformersEngine(EngineBase):
     label = "transformers"
     KEYS = ENGINE_SHEET_RULES["transformers"].keys
     placement = PlacementRule(tp_replicated_embedding=True)
-    bnb_quantized_roles = LINEAR_ONLY
-    fp8_weight_only: str | None = None
     fused_moe = False
     keeps_inputs_embeds = True
     budget_rule = ""

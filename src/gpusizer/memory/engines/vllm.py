@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...sheet import ENGINE_SHEET_RULES
-from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
+from ...model.facts import ModelFacts
 from ...units import fmt_bytes
 from ..items import Item
 from ..kv_cache import KvLayout, kv_bytes, kv_layout
@@ -39,9 +39,6 @@ class VllmEngine(EngineBase):
     measure_refusal: str | None = ("the harness runs transformers; measure vLLM from its own "
                                    "start-up log (gpusizer estimate --card gives its split)")
     placement = PlacementRule(tp_replicated_embedding=False)
-    bnb_quantized_roles = QUANTIZABLE_ROLES  # vLLM's bitsandbytes path quantizes fused experts
-    fp8_weight_only: str | None = ("vLLM runs them through its weight-only FP8 (Marlin) path; "
-                                   "weights stay 1 byte")
     fused_moe = True
     keeps_inputs_embeds = False
     budget_rule = "total × gpu_memory_utilization"

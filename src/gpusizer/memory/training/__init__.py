@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import SheetError
+from ...formats import FORMATS, weight_format
 from ...model.facts import ModelFacts
 from ...sheet import TRAINING_STRATEGIES, Sheet
 from ..items import Item
@@ -66,14 +67,16 @@ class TrainingSummary:
 def _check(sheet: Sheet, runs: str) -> None:
     """The weight format that runs (read from the checkpoint for ``weights: auto``, after the
     card's rules) against the task; the sheet refuses the rest."""
-    if sheet.task == "full" and runs not in ("fp32", "fp16", "bf16"):
-        raise SheetError(f"full fine-tuning updates every weight: it needs fp32, fp16 or bf16 "
-                         f"weights, not {runs} (use task lora or qlora on a quantized base)",
-                         field="weights", value=runs)
-    if sheet.task == "qlora" and sheet.weights == "auto" and runs not in ("nf4", "fp4"):
+    if sheet.task == "full" and not weight_format(runs).dense:
+        dense = [n for n, r in FORMATS.items() if r.dense]
+        raise SheetError(f"full fine-tuning updates every weight: it needs "
+                         f"{', '.join(dense[:-1])} or {dense[-1]} weights, not {runs} (use task "
+                         "lora or qlora on a quantized base)", field="weights", value=runs)
+    if sheet.task == "qlora" and sheet.weights == "auto" and not weight_format(runs).qlora_base:
         raise SheetError(f"qlora trains LoRA adapters on a 4-bit bitsandbytes base; the weights "
-                         f"run as {runs}: expected weights nf4 or fp4", field="weights",
-                         value=runs)
+                         f"run as {runs}: expected weights "
+                         f"{' or '.join(n for n, r in FORMATS.items() if r.qlora_base)}",
+                         field="weights", value=runs)
 
 
 def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype: str,

@@ -7,6 +7,7 @@ they add up to the most, and each item reports its size at that instant.
 
 from __future__ import annotations
 
+from ...formats import weight_format
 from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ...sheet import Training
 from ..activations import LayerActivations, backward_layer_working, layer_activations, logits_bytes
@@ -101,7 +102,7 @@ def _largest_transients(facts: ModelFacts, runs: str, full: bool,
     a trained weight's gradient exists once before it is accumulated."""
     params = facts.architecture.params
     dequantized = 0
-    if runs in ("nf4", "fp4"):
+    if weight_format(runs).backward_dequant_transient:
         dequantized = max((g.largest_matrix for g in params if g.role == "linear"),
                           default=0) * dtypes.compute_bytes
     weight_gradient = (max((g.largest_matrix for g in params if g.role in QUANTIZABLE_ROLES),

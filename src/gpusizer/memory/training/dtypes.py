@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...formats import weight_format
 from ...sheet import Sheet
 from ..weights import DTYPE_BYTES
 
@@ -59,7 +60,7 @@ def training_dtypes(sheet: Sheet, *, runs: str, compute_dtype: str) -> TrainingD
     amp = training.precision == "amp"
     prepare = sheet.task == "qlora" and training.prepare_kbit_training is not False
     # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
-    linear_output = 4 if (prepare and runs in ("nf4", "fp4", "int8")) else compute
+    linear_output = 4 if (prepare and weight_format(runs).outputs_follow_input_dtype) else compute
     return TrainingDtypes(
         compute_dtype=compute_dtype, compute_bytes=compute,
         trainable_dtype="fp32" if amp else compute_dtype, trainable_bytes=4 if amp else compute,

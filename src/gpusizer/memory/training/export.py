@@ -9,6 +9,7 @@ bytes); the merged model is written in the compute dtype; full: the trained weig
 
 from __future__ import annotations
 
+from ...formats import weight_format
 from ...model.facts import ModelFacts
 from ..items import Item
 from ..lora import LoraAdapters
@@ -31,7 +32,7 @@ def export_items(mode: str, facts: ModelFacts, adapters: LoraAdapters | None,
     if mode == "full":
         return parameters * trained_width, []
     largest = max((m.rows * m.cols * max(1, m.experts) for m in adapters.modules), default=0)
-    extra = width if runs in ("nf4", "fp4", "int8") else 0
+    extra = width if weight_format(runs).merge_requantizes else 0
     written = parameters * width
     return written, [Item("export_transient", largest * (trained_width + extra), "estimated",
                           ("export",),

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...formats import weight_format
 from ...model.facts import ModelFacts
 from ...sheet import Placement
 from ..items import Item
-from ..weights import DTYPE_BYTES
 from .dtypes import TrainingDtypes
 
 if TYPE_CHECKING:  # trainable.py imports Sharding from here
@@ -109,7 +109,8 @@ def placement_items(facts: ModelFacts, *, runs: str, full: bool, dtypes: Trainin
     arch = facts.architecture
     embeddings = arch.vocab_size * arch.hidden_size * (1 if arch.tie_word_embeddings else 2)
     layer_parameters = (arch.total_parameters - embeddings) // max(1, arch.num_layers)
-    gathered_width = 4 if (full and dtypes.amp) else DTYPE_BYTES.get(runs, dtypes.compute_bytes)
+    gathered_width = 4 if (full and dtypes.amp) else (weight_format(runs).byte_width
+                                                       or dtypes.compute_bytes)
     gathered = 2 * layer_parameters * gathered_width
     layer_gradients = layer_parameters * trainable_bytes if full else 0
     item = Item("fsdp_gathered_layers", gathered + layer_gradients, "estimated",
