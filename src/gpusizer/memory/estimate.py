@@ -23,7 +23,7 @@ from .kv_cache import kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
-from .training import training_items
+from .training import TrainingSummary, training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
@@ -269,13 +269,16 @@ def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Shar
     return out
 
 
-def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None = None) -> MemoryEstimate:
-    """Size the sheet's memory per GPU, item by item and phase by phase.
+def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
+                    card: Card | None = None) -> MemoryEstimate:
+    """Size the sheet's memory per GPU, item by item and phase by phase: plan the weights (format,
+    card rules, placement share), then the training or inference assembler, then the items every
+    phase holds (CUDA context, NCCL, allocator slack), then a serving engine's pool.
 
     Args:
         sheet: the validated workload sheet.
         facts: the model's facts, or None for a bare ``model.parameters`` count.
-        card: a card whose GPU rules apply (kernels, dtypes; vLLM's pool), or None.
+        card: a card whose GPU rules apply (kernels, dtypes; a serving engine's pool), or None.
 
     Returns:
         A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
@@ -286,105 +289,160 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
             window, heads or layers the placement cannot split, LoRA targets that match nothing).
         ModelError: a fact the sizing needs is unknown.
     """
-    inf = sheet.inference
-    window = facts.architecture.context_window_tokens if facts is not None else None
-    if window is not None:
-        need = inf.tokens_per_sequence if inf else (sheet.training.sequence_length
-                                                    if sheet.training else 0)
-        if need > window:
-            what = (f"prompt_tokens + new_tokens = {inf.prompt_tokens} + {inf.new_tokens} = {need}"
-                    if inf else f"{need}")
-            raise SheetError(f"{what} tokens exceeds the model's context window "
-                             f"max_position_embeddings = {window} tokens",
-                             field="inference" if inf else "training.sequence_length", value=need)
+    _check_context_window(sheet, facts)
+    inf, engine = sheet.inference, engine_of(sheet)
     plan = plan_weights(sheet, facts, card)
     notes = [Note("card_rule", change) for change in plan.rules.changes]
     if card is None:
         notes.append(Note("no_card", NO_CARD))
-    concurrency = inf.concurrency if inf else 1
-    engine = engine_of(sheet)
-    if sheet.task == "inference":
-        share = inference_share(facts, strategy=sheet.placement.strategy,
-                                gpus=sheet.placement.gpus, concurrency=concurrency,
-                                rule=engine.placement)
-    else:
-        share = inference_share(facts, strategy="single", gpus=1, concurrency=1,
-                                rule=TRAINING_ENGINE.placement)
-    phase_names = INFERENCE_PHASES if sheet.task == "inference" else TRAINING_PHASES
+    share = _share(sheet, facts, engine)
+    made = dict(reserve_bytes=sheet.reserve, card=card.name if card else None,
+                weights_format=plan.runs, stored_format=plan.stored)
     if inf is None and sheet.task == "inference":
-        w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, ("load",))
-        notes += wnotes
-        notes.append(Note("no_inference_block", "no inference block: only 'weights only' and "
-                          "the indicative envelope are computed (no KV cache, no phase past "
-                          "load)"))
-        return MemoryEstimate(weights_bytes=weights_bytes, reserve_bytes=sheet.reserve,
-                              items=tuple(w_items), phase_names=(),
+        w_items, weights_bytes, w_notes = _weights_items(sheet, facts, plan, share, ("load",))
+        notes += [*w_notes, Note("no_inference_block", "no inference block: only 'weights "
+                                 "only' and the indicative envelope are computed (no KV cache, "
+                                 "no phase past load)")]
+        return MemoryEstimate(weights_bytes=weights_bytes, items=tuple(w_items), phase_names=(),
                               lower_bound_items=_lower_bound_items(w_items),
                               lower_bound_phase="load", notes=tuple(notes),
-                              card=card.name if card else None, gpus=sheet.placement.gpus,
-                              weights_format=plan.runs, stored_format=plan.stored)
-    w_items, weights_bytes, wnotes = _weights_items(sheet, facts, plan, share, phase_names)
-    notes += wnotes
-    if inf is not None:
-        notes += [Note("engine", text) for text in engine.notes(inf)]
-    items = list(w_items)
+                              gpus=sheet.placement.gpus, **made)
+    phases = INFERENCE_PHASES if sheet.task == "inference" else TRAINING_PHASES
+    w_items, weights_bytes, w_notes = _weights_items(sheet, facts, plan, share, phases)
+    notes += w_notes
     cc = tuple(card.compute_capability.value) if card and card.compute_capability.value else None
-    all_phases = phase_names
-    pool = None
-    summary = None
+    summary = kv_full = layout = None
     if sheet.task != "inference":
-        if facts is None:  # the sheet refuses a bare count for training: a caller's mistake
-            raise ValueError("training memory needs the model's facts (pipeline.resolve_facts)")
-        t_items, t_notes, summary = training_items(
-            sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
-            kernel=plan.rules.attention, weight_items=items, phases=phase_names)
-        items = t_items
-        notes += [Note("training", n) for n in t_notes]
+        items, t_notes, summary = _training_part(sheet, facts, plan, w_items, cc, phases)
+        notes += t_notes
         weights_bytes = sum(it.bytes or 0 for it in items
                             if it.name in ("weights", "quantization_metadata"))
-        items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
-    elif facts is None:
+    else:
+        notes += [Note("engine", text) for text in engine.notes(inf)]
+        items, kv_full, layout = _inference_part(sheet, facts, plan, share, engine, w_items, cc)
+    items += _every_phase_items(sheet, facts, plan, share, engine, phases)
+    # the workload's own KV cache, before a serving engine's pool replaces the item
+    lower_items = _lower_bound_items(items)
+    pool = None
+    if inf is not None and facts is not None:
+        pool, items, pool_notes = _apply_pool(engine, inf, facts, card, plan, share, items,
+                                              weights_bytes=weights_bytes, layout=layout,
+                                              kv_full=kv_full)
+        notes += pool_notes
+    return MemoryEstimate(
+        weights_bytes=weights_bytes, items=tuple(items), phase_names=phases,
+        lower_bound_items=lower_items,
+        # inference: weights + the KV cache of every required token (end of decode); training:
+        # certain from the first update on, parameters, their gradients and optimizer states
+        lower_bound_phase="decode" if sheet.task == "inference" else "optimizer_step",
+        pool=pool, notes=tuple(notes), training=summary,
+        gpus=share.gpus if sheet.task == "inference" else sheet.placement.gpus, **made)
+
+
+def _check_context_window(sheet: Sheet, facts: ModelFacts | None) -> None:
+    """Refuse a length beyond the model's context window (``max_position_embeddings``).
+
+    Raises:
+        SheetError: prompt + new tokens (inference) or the sequence length (training) exceed it.
+    """
+    window = facts.architecture.context_window_tokens if facts is not None else None
+    if window is None:
+        return
+    inf = sheet.inference
+    need = inf.tokens_per_sequence if inf else (sheet.training.sequence_length
+                                                if sheet.training else 0)
+    if need > window:
+        what = (f"prompt_tokens + new_tokens = {inf.prompt_tokens} + {inf.new_tokens} = {need}"
+                if inf else f"{need}")
+        raise SheetError(f"{what} tokens exceeds the model's context window "
+                         f"max_position_embeddings = {window} tokens",
+                         field="inference" if inf else "training.sequence_length", value=need)
+
+
+def _share(sheet: Sheet, facts: ModelFacts | None, engine: Engine) -> Share:
+    """The heaviest GPU's share: the sheet's placement under the engine's rule (inference); one
+    whole copy for training, whose placements are sized by ``memory.training``."""
+    if sheet.task == "inference":
+        concurrency = sheet.inference.concurrency if sheet.inference else 1
+        return inference_share(facts, strategy=sheet.placement.strategy,
+                               gpus=sheet.placement.gpus, concurrency=concurrency,
+                               rule=engine.placement)
+    return inference_share(facts, strategy="single", gpus=1, concurrency=1,
+                           rule=TRAINING_ENGINE.placement)
+
+
+def _training_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
+                   weight_items: list[Item], cc: tuple[int, int] | None,
+                   phases: tuple[str, ...]) -> tuple[list[Item], list[Note], TrainingSummary]:
+    """The training assembler's items (``memory.training``) and the cuBLAS workspace of the
+    forward, backward and validation passes.
+
+    Raises:
+        ValueError: no facts (the sheet refuses a bare count for training: a caller's mistake).
+    """
+    if facts is None:
+        raise ValueError("training memory needs the model's facts (model.resolve.facts_for_sheet)")
+    items, t_notes, summary = training_items(
+        sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
+        kernel=plan.rules.attention, weight_items=list(weight_items), phases=phases)
+    items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
+    return items, [Note("training", n) for n in t_notes], summary
+
+
+def _inference_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
+                    engine: Engine, weight_items: list[Item], cc: tuple[int, int] | None):
+    """The weights plus the KV cache, prefill and decode working memory and the cuBLAS
+    workspace; unknown KV and working memory for a bare parameter count.
+
+    Returns:
+        ``(items, KV bytes of every required token or None, KV layout or None)``.
+    """
+    items = list(weight_items)
+    if facts is None:
         reason = ("a bare parameter count has no architecture (layers, KV heads, head_dim): give "
                   "model.id or model.path to size it")
         items.append(Item("kv_cache", None, "estimated", ("prefill", "decode"), "R8",
                           unknown_reason=reason))
         items.append(Item("prefill_working", None, "estimated", ("prefill",), "R8",
                           unknown_reason=reason))
-    else:
-        inf_items, kv_full, layout = _inference_items(sheet, facts, plan, share, engine)
-        items += inf_items
-        items.append(cublas_workspace_item(cc, ("prefill", "decode")))
-    items.append(cuda_context_item(all_phases))
+        return items, None, None
+    inf_items, kv_full, layout = _inference_items(sheet, facts, plan, share, engine)
+    items += inf_items
+    items.append(cublas_workspace_item(cc, ("prefill", "decode")))
+    return items, kv_full, layout
+
+
+def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
+                       engine: Engine, phases: tuple[str, ...]) -> list[Item]:
+    """What every phase holds whatever the task: the CUDA context, NCCL buffers of the
+    placement, and the allocator's slack over the weight tensors."""
     if sheet.task == "inference":
-        items.append(nccl_item(share.gpus, all_phases, share.strategy))
+        nccl = nccl_item(share.gpus, phases, share.strategy)
     else:
-        items.append(nccl_item(sheet.placement.gpus, all_phases, sheet.placement.strategy,
-                               training=True))
-    items.append(allocator_slack_item(_weight_tensor_sizes(facts, plan, share, engine.name),
-                                      all_phases))
-    # the workload's own KV cache, before a serving engine's pool replaces the item
-    lower_items = _lower_bound_items(items)
-    if inf is not None and facts is not None:
-        pool, pool_notes = engine.pool(inference=inf, facts=facts, card=card,
-                                       compute_dtype=plan.compute_dtype,
-                                       weights_bytes=weights_bytes, items=items, layout=layout,
-                                       sequences=share.sequences)
-        notes += [Note("pool", text) for text in pool_notes]
-        if pool is not None:
-            items = engine.pool_items(items, pool, facts=facts, compute_dtype=plan.compute_dtype,
-                                      kv_needed=kv_full)
-            # CONTRACT.md: a serving engine takes its whole pool at start; peak_bytes is the
-            # budget (MemoryEstimate derives it from the pool)
-            notes.append(Note("pool_peak_is_budget", engine.pool_peak_note))
-    return MemoryEstimate(
-        weights_bytes=weights_bytes, reserve_bytes=sheet.reserve, items=tuple(items),
-        phase_names=all_phases, lower_bound_items=lower_items,
-        # inference: weights + the KV cache of every required token (end of decode); training:
-        # certain from the first update on, parameters, their gradients and optimizer states
-        lower_bound_phase="decode" if sheet.task == "inference" else "optimizer_step",
-        pool=pool, notes=tuple(notes), card=card.name if card else None,
-        gpus=share.gpus if sheet.task == "inference" else sheet.placement.gpus,
-        weights_format=plan.runs, stored_format=plan.stored, training=summary)
+        nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True)
+    return [cuda_context_item(phases), nccl,
+            allocator_slack_item(_weight_tensor_sizes(facts, plan, share, engine.name), phases)]
+
+
+def _apply_pool(engine: Engine, inf, facts: ModelFacts, card: Card | None, plan: WeightPlan,
+                share: Share, items: list[Item], *, weights_bytes: int, layout, kv_full):
+    """A serving engine's pool (with a card): the split, the items with the pool in place of
+    the workload's KV cache, and the notes. CONTRACT.md: a serving engine takes its whole pool
+    at start, so its peak is the budget (``MemoryEstimate`` derives it from the pool).
+
+    Returns:
+        ``(pool or None, items, notes)``.
+    """
+    pool, pool_notes = engine.pool(inference=inf, facts=facts, card=card,
+                                   compute_dtype=plan.compute_dtype, weights_bytes=weights_bytes,
+                                   items=items, layout=layout, sequences=share.sequences)
+    notes = [Note("pool", text) for text in pool_notes]
+    if pool is None:
+        return None, items, notes
+    items = engine.pool_items(items, pool, facts=facts, compute_dtype=plan.compute_dtype,
+                              kv_needed=kv_full)
+    notes.append(Note("pool_peak_is_budget", engine.pool_peak_note))
+    return pool, items, notes
 
 
 def _lower_bound_items(items: list[Item]) -> tuple[Item, ...]:
