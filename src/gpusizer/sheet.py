@@ -21,6 +21,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
 from .errors import SheetError
 from .formats import FORMATS, NAMES
 from .units import parse_bytes
+from .input_files import read_input
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
 __all__ = [
@@ -611,13 +612,12 @@ def load_sheet(path: str | Path) -> Sheet:
     """Read and validate a YAML workload sheet.
 
     Raises:
-        SheetError: unreadable file, invalid YAML, or an invalid field.
+        SheetError: unreadable file, not a regular file, over 1 MiB
+            (:data:`gpusizer.input_files.SIZE_CAPS`), invalid YAML, or an invalid field.
     """
     p = Path(path)
     try:
-        text = decode_text(p.read_bytes())
-    except OSError as exc:
-        raise SheetError(f"cannot read the sheet: {exc.strerror}", file=str(p)) from None
+        text = decode_text(read_input(p, "sheet", SheetError))
     except YamlProblem as exc:
         raise SheetError(str(exc), file=str(p)) from None
     return parse_sheet_text(text, file=str(p))

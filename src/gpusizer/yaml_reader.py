@@ -1,9 +1,15 @@
 """Reading YAML input (sheets, catalogs) strictly: text only, no implicit timestamps, no
-duplicate keys, one-line errors.
+duplicate keys, no anchors, aliases or merge keys, bounded integers, one-line errors.
 
 PyYAML's safe loader turns ``2026-13-45`` into a date while parsing (and crashes on an impossible
 one) and lets a repeated key silently override the first. Here dates stay strings for pydantic to
 validate with a field path, and a repeated key is an error: a typo never wins silently.
+
+Anchors, aliases (``&a`` / ``*a``) and merge keys (``<<``) are refused by name from the event
+stream, before anything is built: nine levels of aliases expand to 9**9 nodes ("billion laughs",
+issue 11 F10), and no sheet or catalog needs them. An integer of more than
+:data:`MAX_INT_DIGITS` digits is refused (PyYAML would raise the interpreter's bare int-str
+``ValueError``).
 """
 
 from __future__ import annotations
@@ -30,6 +36,39 @@ _StrictLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+MAX_INT_DIGITS = 64
+"""The longest YAML integer accepted, in digits (a byte count of 10**30 has 31)."""
+
+
+def _bounded_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    digits = sum(ch.isdigit() for ch in node.value)
+    if digits > MAX_INT_DIGITS:
+        raise YamlProblem(f"an integer of {digits} digits at line {node.start_mark.line + 1} "
+                          f"(at most {MAX_INT_DIGITS} accepted)")
+    return loader.construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+
+
+def _refuse_aliases(text: str) -> None:
+    """Walk the event stream (nothing is composed or built) and refuse the first anchor, alias
+    or merge key by name."""
+    for event in yaml.parse(text, Loader=_StrictLoader):
+        line = event.start_mark.line + 1 if event.start_mark else 0
+        if isinstance(event, yaml.AliasEvent):
+            raise YamlProblem(f"YAML alias *{event.anchor} at line {line} is not accepted "
+                              "(anchors and aliases are refused: write the value out)")
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            raise YamlProblem(f"YAML anchor &{anchor} at line {line} is not accepted "
+                              "(anchors and aliases are refused: write the value out)")
+        if (isinstance(event, yaml.ScalarEvent) and event.value == "<<"
+                and event.tag is None and event.implicit[0]):
+            raise YamlProblem(f"YAML merge key << at line {line} is not accepted "
+                              "(write the keys out)")
 
 
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -62,9 +101,11 @@ def parse_yaml(text: str) -> object:
     """Parse one YAML document strictly.
 
     Raises:
-        YamlProblem: invalid YAML (with line and column) or a duplicate key.
+        YamlProblem: invalid YAML (with line and column), a duplicate key, an anchor, alias or
+            merge key, or an integer of more than :data:`MAX_INT_DIGITS` digits.
     """
     try:
+        _refuse_aliases(text)
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except YamlProblem:
         raise

@@ -20,6 +20,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal, Union
 
 
+from ..input_files import read_input
 from ..yaml_reader import YamlProblem, decode_text, parse_yaml
 from ..errors import CatalogError
 from .catalog_file import CatalogFile, CatalogKind, sha256_hex
@@ -126,14 +127,11 @@ def read_catalog(path: Path, *, days: float | None = None) -> tuple[list[Offer],
         The file's offers and its :class:`CatalogFile` record.
 
     Raises:
-        CatalogError: unreadable file, unknown form, or a bad row (file, row, field, value).
+        CatalogError: unreadable file, not a regular file, over 64 MiB, unknown form, or a bad
+            row (file, row, field, value).
     """
-    file = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read the catalog: {exc.strerror or exc}", file=file) from exc
-    return read_catalog_bytes(data, file, days=days)
+    data = read_input(path, "catalog", CatalogError)
+    return read_catalog_bytes(data, str(path), days=days)
 
 
 def read_catalog_bytes(data: bytes, name: str, *, days: float | None = None,

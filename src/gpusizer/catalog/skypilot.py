@@ -27,6 +27,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from ..errors import CatalogError
+from ..input_files import read_input
 from ..units import GiB, MiB, fmt_bytes
 from .card_table import bundled_card_table
 from .cards import resolve_card
@@ -307,13 +308,9 @@ def read_skypilot_csv(path: Path, *, days: float | None = None, provider: str | 
         that gave no offer.
 
     Raises:
-        CatalogError: unreadable file or a header without the required columns.
+        CatalogError: unreadable file, not a regular file, over 64 MiB, or a header without the required columns.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read the catalog: {exc.strerror or exc}",
-                           file=str(path)) from exc
+    data = read_input(path, "catalog", CatalogError)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

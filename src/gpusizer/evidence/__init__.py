@@ -12,7 +12,6 @@ compatibility the offer's own provider and image (or its ``offer_id``).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import EvidenceError, GpusizerError
+from ..input_files import parse_json, read_input
 from ..memory.items import ONE_SHOT_PHASES
 
 __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "EvidenceSet",
@@ -239,8 +239,8 @@ def read_evidence_folder(directory: str | Path) -> tuple[EvidenceDoc, ...]:
     """Every ``*.json`` in ``directory`` (sorted by name), validated; each keeps its file.
 
     Raises:
-        EvidenceError: not a folder, unreadable JSON or a malformed document (file and field
-            named).
+        EvidenceError: not a folder, a file that is not regular or over 16 MiB, unreadable or
+            too deep JSON, or a malformed document (file and field named).
     """
     d = Path(directory)
     if not d.is_dir():
@@ -248,10 +248,8 @@ def read_evidence_folder(directory: str | Path) -> tuple[EvidenceDoc, ...]:
                             field="--evidence", value=str(d))
     docs = []
     for path in sorted(d.glob("*.json")):
-        try:
-            raw = json.loads(path.read_bytes().decode("utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EvidenceError(f"cannot read JSON: {exc}", file=str(path)) from None
+        raw = parse_json(read_input(path, "evidence file", EvidenceError), "evidence file",
+                         EvidenceError, file=str(path))
         docs.append(_validated(raw, str(path)))
     return tuple(docs)
 

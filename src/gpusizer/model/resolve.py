@@ -6,12 +6,12 @@ CLI starts fast and a registry or folder model never touches the network.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HubError, ModelError, ModelNotFoundError
 from ..formats import side_files
+from ..input_files import parse_json, read_input
 from ..sheet import Sheet
 from .config import facts_from_config
 from .facts import ModelFacts
@@ -69,7 +69,12 @@ def resolve_model(*, model_id: str | None, revision: str | None, path: str | Pat
 
 def _from_folder(folder: Path, *, model_id: str | None, revision: str | None) -> ModelFacts:
     config_file = folder / "config.json"
-    if not config_file.is_file():
+    try:
+        present = config_file.is_file()
+    except (OSError, ValueError) as exc:  # a name over the filesystem's limit, a NUL byte
+        raise ModelError(f"cannot read this folder: {getattr(exc, 'strerror', None) or exc}",
+                         field="model.path", value=str(folder)) from None
+    if not present:
         raise ModelError("no config.json in this folder; model.path must hold the checkpoint's "
                          "config.json", field="model.path", value=str(folder), file=str(folder))
     config = _read_json(config_file)
@@ -114,10 +119,8 @@ def _from_hub(model_id: str, revision: str | None, *, registry_revision: str | N
 
 
 def _read_json(file: Path) -> dict:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"cannot read JSON: {exc}", file=str(file)) from exc
+    data = parse_json(read_input(file, "config.json", ModelError), "config.json", ModelError,
+                      file=str(file))
     if not isinstance(data, dict):
         raise ModelError("expected a JSON object", file=str(file))
     return data

@@ -23,13 +23,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import HubError, ModelError
+from ..input_files import SIZE_CAPS, check_regular, parse_json, read_input
 from .hub_access import hub_failures, hub_offline
 
 __all__ = ["StoredTensors", "read_header", "local_stored_tensors", "hub_stored_tensors",
            "cache_file"]
 
 INDEX_NAME = "model.safetensors.index.json"
-MAX_HEADER_BYTES = 100_000_000
+MAX_HEADER_BYTES = SIZE_CAPS["safetensors header"]
 """Largest header the reference implementation accepts (safetensors ``MAX_HEADER_SIZE``)."""
 
 
@@ -55,9 +56,12 @@ def read_header(path: Path) -> dict[str, dict]:
     """The JSON header of one ``.safetensors`` file, without ``__metadata__``.
 
     Raises:
-        ModelError: the file is too short, the header length is out of range, the header is not
-            JSON, or an entry lacks ``dtype`` / ``data_offsets``.
+        ModelError: not a regular file, too short, the header length is out of range or past the
+            file's end, the header is not JSON (or too deep), an entry lacks ``dtype`` /
+            ``data_offsets``, or the tensors' byte ranges overlap, leave gaps or end past the
+            file (the checks ``safetensors`` makes when it loads).
     """
+    file_size = check_regular(path, "safetensors file", ModelError, sized=False).st_size
     with open(path, "rb") as f:
         prefix = f.read(8)
         if len(prefix) < 8:
@@ -70,10 +74,7 @@ def read_header(path: Path) -> dict[str, dict]:
         raw = f.read(size)
     if len(raw) != size:
         raise ModelError(f"truncated header: {len(raw)} of {size} bytes", file=str(path))
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"header is not valid JSON: {exc}", file=str(path)) from exc
+    header = parse_json(raw, "safetensors header", ModelError, file=str(path))
     if not isinstance(header, dict):
         raise ModelError("header is not a JSON object", file=str(path))
     header.pop("__metadata__", None)
@@ -82,7 +83,24 @@ def read_header(path: Path) -> dict[str, dict]:
             raise ModelError("expected dtype and data_offsets [begin, end]", field=name,
                              value=entry, file=str(path))
         _check_consistent(name, entry, path)
+    _check_data_section(header, file_size - 8 - size, path)
     return header
+
+
+def _check_data_section(header: dict[str, dict], data_bytes: int, path: Path) -> None:
+    """The byte ranges tile the data section: sorted by start, each begins where the previous
+    ended, from 0 to the end of the file (safetensors ``Metadata::validate``; issue 11 F22)."""
+    expected = 0
+    for name, entry in sorted(header.items(), key=lambda kv: tuple(kv[1]["data_offsets"])):
+        begin, end = entry["data_offsets"]
+        if begin != expected:
+            what = "overlaps the previous tensor" if begin < expected else "leaves a gap"
+            raise ModelError(f"data_offsets start at {begin}, expected {expected}: the tensor "
+                             f"{what}", field=name, value=entry["data_offsets"], file=str(path))
+        expected = end
+    if expected != data_bytes:
+        raise ModelError(f"the tensors span {expected} B but the file holds {data_bytes} B of "
+                         "data after its header", file=str(path))
 
 
 # Bits per element of each safetensors dtype (huggingface/safetensors ``Dtype`` enum; F4 and the
@@ -140,27 +158,42 @@ def local_stored_tensors(folder: Path) -> StoredTensors | None:
     ``save_pretrained`` wrote) and per-dtype bytes come from the shards present; without an index,
     the sum of every ``*.safetensors`` header.
 
+    When every shard is present, their headers must add up to ``total_size``.
+
     Raises:
-        ModelError: an unreadable index or header.
+        ModelError: an unreadable index or header; an index with an empty ``weight_map``, a
+            shard name that is not a file name in the folder (``../x``, ``/etc/passwd``), or a
+            ``total_size`` the shards' headers contradict (issue 11 F22, S-a).
     """
     index = folder / INDEX_NAME
     shards = sorted(folder.glob("*.safetensors"))
     if index.is_file():
+        data = parse_json(read_input(index, "safetensors index", ModelError),
+                          "safetensors index", ModelError, file=str(index))
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
-            total = data["metadata"]["total_size"]
-            weight_map = data.get("weight_map", {})
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ModelError(f"cannot read metadata.total_size: {exc}", file=str(index)) from exc
+            total = data["metadata"]["total_size"]  # type: ignore[index]
+            weight_map = data.get("weight_map", {})  # type: ignore[union-attr]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ModelError(f"cannot read metadata.total_size: {exc}", file=str(index)) from None
         if isinstance(total, bool) or not isinstance(total, int) or total < 0:
             raise ModelError("expected an integer metadata.total_size", field="total_size",
                              value=total, file=str(index))
-        names = sorted(set(weight_map.values())) if isinstance(weight_map, dict) else []
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ModelError("expected a non-empty weight_map (tensor name → shard file)",
+                             field="weight_map", value=weight_map, file=str(index))
+        names = sorted(set(weight_map.values()))
+        for n in names:
+            if not isinstance(n, str) or Path(n).name != n or n in ("", ".", ".."):
+                raise ModelError("expected a shard file name in the index's folder",
+                                 field="weight_map", value=n, file=str(index))
         present = [folder / n for n in names if (folder / n).is_file()]
-        complete = bool(names) and len(present) == len(names)
+        complete = len(present) == len(names)
         dtypes = _by_dtype([read_header(p) for p in present]) if complete else Counter()
-        return StoredTensors(total, tuple(sorted(dtypes.items())),
-                             len(weight_map) if isinstance(weight_map, dict) else None,
+        if complete and sum(dtypes.values()) != total:
+            raise ModelError(f"metadata.total_size is {total} B but the shards' headers hold "
+                             f"{sum(dtypes.values())} B of tensors", field="total_size",
+                             value=total, file=str(index))
+        return StoredTensors(total, tuple(sorted(dtypes.items())), len(weight_map),
                              f"{index} metadata.total_size")
     if not shards:
         return None
@@ -180,6 +213,29 @@ def cache_file(repo_id: str, revision: str | None) -> Path:
     return root / "safetensors" / repo_id / f"{quote(revision or 'main', safe='')}.json"
 
 
+def _cached(path: Path) -> StoredTensors | None:
+    """A cache entry, validated on read (issue 11 point 4): non-negative integer byte counts,
+    known dtypes, a tensor count, and a short printable source; None (refetched) otherwise."""
+    try:
+        d = parse_json(read_input(path, "header cache entry", ModelError),
+                       "header cache entry", ModelError, file=str(path))
+        total, pairs = d["total_bytes"], d["bytes_by_dtype"]  # type: ignore[index]
+        count, source = d["tensor_count"], d["source"]  # type: ignore[index]
+        by_dtype = tuple((k, v) for k, v in pairs)
+    except (ModelError, KeyError, TypeError, ValueError):
+        return None
+
+    def count_ok(n: object) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+    if not (count_ok(total) and (count is None or count_ok(count))
+            and all(k in DTYPE_BITS and count_ok(v) for k, v in by_dtype)
+            and isinstance(source, str) and len(source) <= 300 and source.isprintable()
+            and not any(ch in source for ch in "<>")):
+        return None
+    return StoredTensors(total, by_dtype, count, source + f" (cached in {path})")
+
+
 def hub_stored_tensors(repo_id: str, revision: str | None) -> StoredTensors:
     """Stored tensor bytes of a Hub repo from its safetensors headers, cached on disk.
 
@@ -189,12 +245,9 @@ def hub_stored_tensors(repo_id: str, revision: str | None) -> StoredTensors:
     """
     path = cache_file(repo_id, revision)
     if path.is_file():
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-            return StoredTensors(d["total_bytes"], tuple((k, v) for k, v in d["bytes_by_dtype"]),
-                                 d["tensor_count"], d["source"] + f" (cached in {path})")
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is refetched below
+        cached = _cached(path)
+        if cached is not None:
+            return cached
     if hub_offline():
         raise HubError(f"{repo_id}: safetensors headers are not cached and HF_HUB_OFFLINE is set")
     from huggingface_hub import get_safetensors_metadata

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..input_files import read_input
 
 __all__ = ["Sample", "Corpus", "read_corpus", "file_sha256", "CORPUS_KEYS"]
 
@@ -61,17 +62,14 @@ class Corpus:
     samples: tuple[Sample, ...]
 
 
-def file_sha256(path: Path) -> tuple[str, int]:
+def file_sha256(path: Path, kind: str = "corpus") -> tuple[str, int]:
     """``(sha256 hex, size in bytes)`` of a file.
 
     Raises:
-        CorpusError: the file cannot be read.
+        CorpusError: the file cannot be read, is not a regular file, or is over its kind's cap
+            (:data:`gpusizer.input_files.SIZE_CAPS`: 64 MiB for a corpus).
     """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise CorpusError(f"cannot read the corpus: {exc.strerror}", field="quality.corpus",
-                          value=str(path)) from None
+    data = read_input(path, kind, CorpusError)
     return hashlib.sha256(data).hexdigest(), len(data)
 
 
@@ -86,9 +84,10 @@ def read_corpus(path: Path, metric: str) -> Corpus:
         raise CorpusError(f"a JSON Lines corpus serves perplexity or exact_match, not {metric!r}",
                           field="quality.metric", value=metric)
     p = Path(path)
-    sha, size = file_sha256(p)
+    data = read_input(p, "corpus", CorpusError)
+    sha, size = hashlib.sha256(data).hexdigest(), len(data)
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorpusError(f"expected UTF-8 text: {exc}", file=str(p)) from None
     keys = CORPUS_KEYS[metric]
@@ -104,6 +103,10 @@ def read_corpus(path: Path, metric: str) -> Corpus:
         except json.JSONDecodeError as exc:
             raise CorpusError(f"{where}: expected one JSON object per line, got {line[:60]!r} "
                               f"({exc.msg})", file=str(p)) from None
+        except (RecursionError, ValueError) as exc:  # nesting or an integer beyond bounds
+            reason = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+            raise CorpusError(f"{where}: refused: {reason.splitlines()[0]}",
+                              file=str(p)) from None
         if not isinstance(obj, dict):
             raise CorpusError(f"{where}: expected a JSON object, got {type(obj).__name__}",
                               file=str(p))

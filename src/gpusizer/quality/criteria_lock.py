@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import __version__
 from ..errors import CriteriaMovedError, QualityError
+from ..input_files import parse_json, read_input
 from ..sheet import Sheet, quality_criteria, quality_sha256
 from .corpus import file_sha256, read_corpus
 
@@ -150,7 +151,7 @@ def _build(sheet: Sheet, base_dir: Path | None, now: dt.datetime) -> CriteriaLoc
     if q.metric.startswith("lm_eval:"):
         from .lm_eval_import import read_lm_eval_results
         res = read_lm_eval_results(path, q.metric)
-        sha, size = file_sha256(path)
+        sha, size = file_sha256(path, "lm-eval results")
         lm = res.as_dict()
         samples = res.samples
         direction = metric_direction(q.metric, res.higher_is_better)
@@ -179,10 +180,10 @@ def read_lock(path: Path) -> CriteriaLock:
         raise QualityError(f"no quality lock at {str(p)!r}: run `gpusizer quality lock SHEET` "
                            "before any evaluation (criteria are fixed before comparing)",
                            field="--lock", value=str(p))
+    data = parse_json(read_input(p, "quality lock", QualityError), "quality lock", QualityError,
+                      file=str(p))
     try:
-        return CriteriaLock.model_validate(json.loads(p.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise QualityError(f"cannot read the quality lock: {exc}", file=str(p)) from None
+        return CriteriaLock.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise QualityError(f"malformed quality lock: {err['msg']}", file=str(p),

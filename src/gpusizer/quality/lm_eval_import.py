@@ -14,12 +14,12 @@ or it is rejected with the mismatch named.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvidenceError, LmEvalMismatchError
+from ..input_files import parse_json, read_input
 
 __all__ = ["LmEvalResult", "parse_metric", "read_lm_eval_results", "check_lm_eval_match"]
 
@@ -104,11 +104,8 @@ def read_lm_eval_results(path: Path, metric: str) -> LmEvalResult:
     """
     task, name = parse_metric(metric)
     file = str(path)
-    try:
-        data = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EvidenceError(f"cannot read an lm-evaluation-harness results file: {exc}",
-                            file=file) from None
+    data = parse_json(read_input(path, "lm-eval results", EvidenceError), "lm-eval results",
+                      EvidenceError, file=file)
     if not isinstance(data, dict):
         raise EvidenceError("expected a JSON object (lm-evaluation-harness results)", file=file)
     results = _need(data, "results", task, file)

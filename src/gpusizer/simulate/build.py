@@ -10,13 +10,13 @@ error). LoRA adapters are added by PEFT (``get_peft_model``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelError, ModelNotFoundError
+from ..input_files import parse_json, read_input
 from ..model.resolve import model_folder
 from ..sheet import Sheet
 from .errors import SimulationError
@@ -60,13 +60,11 @@ def load_config_dict(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dic
 
 
 def _read(file: Path, *, field: str) -> dict:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not file.exists():
         raise ModelError("no config.json there; expected a folder holding the checkpoint's "
-                         "config.json", field=field, value=str(file.parent)) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"cannot read config.json: {exc}", field=field, value=str(file)) from exc
+                         "config.json", field=field, value=str(file.parent))
+    data = parse_json(read_input(file, "config.json", ModelError), "config.json", ModelError,
+                      file=str(file))
     if not isinstance(data, dict):
         raise ModelError("config.json: expected a JSON object", field=field, value=str(file))
     return data
