@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..input_files import read_input
 from ..yaml_reader import YamlProblem, parse_yaml
 from ..errors import CatalogError
 from ..units import GiB, MiB
@@ -268,11 +269,12 @@ def load_card_table(path: Path) -> CardTable:
     """Read and validate a card table file (YAML).
 
     Raises:
-        CatalogError: the file is not valid YAML or not a valid table.
+        CatalogError: not a regular file, over 64 MiB, not valid YAML or not a valid table.
     """
+    raw = read_input(path, "catalog", CatalogError)
     try:
-        data = parse_yaml(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, YamlProblem) as exc:
+        data = parse_yaml(raw.decode("utf-8"))
+    except (UnicodeDecodeError, YamlProblem) as exc:
         raise CatalogError(f"cannot read the card table: {exc}", file=str(path)) from None
     return parse_card_table(data, file=str(path))
 

@@ -17,6 +17,9 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import EvidenceError
+from ..input_files import read_input
+
 __all__ = ["RawNotes", "read_raw_notes"]
 
 
@@ -66,10 +69,12 @@ def read_raw_notes(path: str | Path) -> list[dict]:
 
     Raises:
         ValueError: a line is not a JSON object (the notes were edited or written by something
-            else: they are append-only).
+            else: they are append-only); EvidenceError (a ValueError) when the file is not a
+            regular file or is over the engine log's 64 MiB cap.
     """
     events = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    text = read_input(path, "engine log", EvidenceError).decode("utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
         record = json.loads(line)
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{number}: expected a JSON object per line")
