@@ -271,3 +271,46 @@ def test_a_sound_cache_entry_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_text(json.dumps({"total_bytes": 8, "bytes_by_dtype": [["BF16", 8]],
                                 "tensor_count": 1, "source": "sum of headers"}))
     assert hub_stored_tensors("acme/tiny", "main").total_bytes == 8
+
+
+# --- F24: error lines show values cut and escaped ---------------------------------------------
+
+def test_a_newline_in_a_value_cannot_forge_an_error_line(tmp_path: Path) -> None:
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text('model: {id: "meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine"}\n'
+                     "task: inference\ninference: {prompt_tokens: 16, new_tokens: 16}\n")
+    err = _one_line(run_cli("estimate", str(sheet), check=2))
+    assert "model.id: 'meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine' is not in" in err
+
+
+def test_a_long_garbage_row_is_cut_to_80_characters(tmp_path: Path) -> None:
+    cat = tmp_path / "c.csv"
+    cat.write_text("id,provider,card,cards,total_usd\na,p,RTX 4090,1," + "9x" * 5000 + "\n")
+    with pytest.raises(CatalogError) as info:
+        read_catalog(cat)
+    message = str(info.value)
+    assert "got '" + "9x" * 39 + "…" in message and len(message) < 400
+
+
+def test_an_evidence_file_is_never_echoed_whole(tmp_path: Path) -> None:
+    (tmp_path / "ev").mkdir()
+    secret = {"auths": {"registry.example.com": {"auth": "dXNlcjpzM2NyM3QtdG9rZW4=" * 100}}}
+    (tmp_path / "ev" / "run.json").write_text(json.dumps(secret))
+    with pytest.raises(EvidenceError) as info:
+        read_evidence_folder(tmp_path / "ev")
+    assert len(str(info.value)) < 80 + len(str(tmp_path)) + 60
+
+
+def test_paths_are_cut_to_their_last_80_characters() -> None:
+    from gpusizer.errors import SheetError as E
+    from gpusizer.errors import one_line, shown, shown_path
+    long = "/x" * 100 + "/sheet.yaml"
+    assert str(E("bad", file=long)) == "…" + long[-79:] + ": bad"
+    assert shown_path("a\x1b[2Jb") == "'a\\x1b[2Jb'"
+    assert shown("x" * 200) == "'" + "x" * 78 + "…" and shown("a\nb") == "'a\\nb'"
+    assert one_line("a\nb\x1b") == "a\\nb\\x1b" and len(one_line("y" * 5000)) == 1000
+
+
+def test_a_negative_reserve_says_it_must_not_be_negative() -> None:
+    with pytest.raises(SheetError, match=r"reserve: must be >= 0, got '-6 GiB'"):
+        parse_sheet_text(SEED + "reserve: -6 GiB\n")

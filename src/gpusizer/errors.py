@@ -3,10 +3,17 @@ exit status: ``cli.EXIT_CODES``; an input error is one a user fixes by changing 
 
 Every error says which field (or file) is wrong, the value it got, and what was expected, so a
 user can fix the input without reading the code.
+
+Values and paths taken from input are shown through :func:`shown` and :func:`shown_path` (cut to
+80 characters, control characters escaped), and every message is one line of at most
+:data:`MAX_MESSAGE` characters: a 10,000-character row or a whole evidence file is never echoed,
+and a newline in a value cannot forge a second ``error:`` line (issue 11, F24).
 """
 
 from __future__ import annotations
 
+# the error classes only (tests/test_cli_errors.py maps each to its exit status); the message
+# helpers shown, shown_path and one_line are imported by name
 __all__ = [
     "GpusizerError",
     "SheetError",
@@ -30,6 +37,37 @@ __all__ = [
 ]
 
 
+SHOWN_CHARS = 80
+"""The most characters of one value (the first) or one path (the last) an error line shows."""
+
+MAX_MESSAGE = 1000
+"""The most characters of one error message (a list of several problems included)."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` (so control characters appear escaped), cut to :data:`SHOWN_CHARS`
+    characters with a trailing ``…``."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 1] + "…"
+
+
+def shown_path(path: object) -> str:
+    """A file path for an error line: as is when printable, else its ``repr``; cut to its last
+    :data:`SHOWN_CHARS` characters with a leading ``…``."""
+    text = str(path)
+    if not text.isprintable():
+        text = repr(text)
+    return text if len(text) <= SHOWN_CHARS else "…" + text[-(SHOWN_CHARS - 1):]
+
+
+def one_line(message: str) -> str:
+    """``message`` with control characters escaped (``\\n``, ``\\x1b``…) and cut to
+    :data:`MAX_MESSAGE` characters: one printable line whatever the input held."""
+    if not message.isprintable():
+        message = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in message)
+    return message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 1] + "…"
+
+
 class GpusizerError(Exception):
     """Base of every gpusizer error.
 
@@ -45,13 +83,13 @@ class GpusizerError(Exception):
         self.field = field
         self.value = value
         self.file = file
-        self.reason = message
+        self.reason = one_line(message)
         prefix = ""
         if file:
-            prefix += f"{file}: "
+            prefix += f"{shown_path(file)}: "
         if field:
-            prefix += f"{field}: "
-        super().__init__(prefix + message)
+            prefix += f"{one_line(field)[:SHOWN_CHARS * 2]}: "
+        super().__init__(prefix + self.reason)
 
 
 class SheetError(GpusizerError, ValueError):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, StrictBool,
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
-from .errors import SheetError
+from .errors import SheetError, shown
 from .formats import FORMATS, NAMES
 from .units import parse_bytes
 from .input_files import read_input
@@ -594,13 +594,14 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, _FieldProblem):
                 path = ".".join(p for p in (_loc(err["loc"]) if err["loc"] else "", inner.field) if p)
-                shown = "" if inner.value in (None, "(block)") else f" (got {inner.value!r})"
-                problems.append((path or "sheet", inner.message + shown, inner.value))
+                got = "" if inner.value in (None, "(block)") else f" (got {shown(inner.value)})"
+                problems.append((path or "sheet", inner.message + got, inner.value))
                 continue
             value = err.get("input")
             explained = _explain(err)
-            shown = "" if err.get("type") == "missing" or "got" in explained else f" (got {value!r})"
-            problems.append((_loc(err["loc"]), explained + shown, value))
+            got = ("" if err.get("type") == "missing" or "got" in explained
+                   else f" (got {shown(value)})")
+            problems.append((_loc(err["loc"]), explained + got, value))
         if len(problems) == 1:
             path, reason, value = problems[0]
             raise SheetError(reason, file=file, field=path, value=value) from None

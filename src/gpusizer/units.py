@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation, localcontext
 
-from .errors import SheetError
+from .errors import SheetError, shown
 
 __all__ = [
     "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB",
@@ -51,15 +51,17 @@ def parse_bytes(text: object, *, field: str = "memory") -> int:
     if isinstance(text, bool) or isinstance(text, (int, float)):
         raise SheetError(
             f"expected a memory size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
-            f"got the bare number {text!r}", field=field, value=text)
+            f"got the bare number {shown(text)}", field=field, value=text)
     if not isinstance(text, str):
-        raise SheetError(f"expected a memory size string such as '6 GiB', got {text!r}",
+        raise SheetError(f"expected a memory size string such as '6 GiB', got {shown(text)}",
                          field=field, value=text)
     m = _MEMORY_RE.match(text)
+    if not m and _MEMORY_RE.match(text.strip().removeprefix("-")) and text.strip()[:1] == "-":
+        raise SheetError(f"must be >= 0, got {shown(text)}", field=field, value=text)
     if not m:
         raise SheetError(
-            f"expected '<number> <unit>' with unit one of {', '.join(UNIT_BYTES)}, got {text!r}",
-            field=field, value=text)
+            f"expected '<number> <unit>' with unit one of {', '.join(UNIT_BYTES)}, "
+            f"got {shown(text)}", field=field, value=text)
     number, unit = m.groups()
     if unit not in UNIT_BYTES:
         raise SheetError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from ..errors import CatalogError
+from ..errors import CatalogError, shown
 
 __all__ = ["catalog_error_from"]
 
@@ -51,10 +51,10 @@ def _describe(error: dict) -> tuple[str, str]:
     if kind == "value_error":
         # our own validators: the message already says what was expected
         said = str(ctx.get("error", error.get("msg", "")))
-        return loc, (f"{said}, got {value!r}" if loc else said)
+        return loc, (f"{said}, got {shown(value)}" if loc else said)
     if expected is None:
         expected = error.get("msg", "a valid value")
-    return loc, f"expected {expected}, got {value!r}"
+    return loc, f"expected {expected}, got {shown(value)}"
 
 
 def catalog_error_from(exc: ValidationError, *, file: str, where: str,

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import EvidenceError, GpusizerError
+from ..errors import EvidenceError, GpusizerError, shown
 from ..input_files import parse_json, read_input
 from ..memory.items import ONE_SHOT_PHASES
 
@@ -303,7 +303,7 @@ def _validated(raw: object, file: str) -> EvidenceDoc:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
-        raise EvidenceError(f"{err['msg']} (got {err.get('input')!r})", file=file,
+        raise EvidenceError(f"{err['msg']} (got {shown(err.get('input'))})", file=file,
                             field=loc) from None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import ModelError
+from ..errors import ModelError, shown
 
 __all__ = ["ConfigReader"]
 
@@ -100,7 +100,7 @@ class ConfigReader:
         if value is _MISSING or value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {value!r}", value)
+            raise self.error(key, f"expected true or false, got {shown(value)}", value)
         return value
 
     def int_list(self, key: str) -> tuple[int, ...]:
@@ -109,7 +109,7 @@ class ConfigReader:
         if value is _MISSING or value is None:
             return ()
         if not isinstance(value, list):
-            raise self.error(key, f"expected a list of integers, got {value!r}", value)
+            raise self.error(key, f"expected a list of integers, got {shown(value)}", value)
         return tuple(self._check_int(key, v, 0) for v in value)
 
     def str_list(self, key: str) -> tuple[str, ...] | None:
@@ -118,12 +118,12 @@ class ConfigReader:
         if value is _MISSING or value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(key, f"expected a list of strings, got {value!r}", value)
+            raise self.error(key, f"expected a list of strings, got {shown(value)}", value)
         return tuple(value)
 
     def _check_int(self, key: str, value: object, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected an integer >= {minimum}, got {value!r}", value)
+            raise self.error(key, f"expected an integer >= {minimum}, got {shown(value)}", value)
         if value < minimum:
             raise self.error(key, f"expected an integer >= {minimum}, got {value}", value)
         return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import HubError, ModelError, ModelNotFoundError
+from ..errors import HubError, ModelError, ModelNotFoundError, shown
 from ..formats import side_files
 from ..input_files import parse_json, read_input
 from ..sheet import Sheet
@@ -93,7 +93,7 @@ def _from_hub(model_id: str, revision: str | None, *, registry_revision: str | N
     if hub_offline():
         known = (f" The bundled registry knows it at revision {registry_revision}: ask for that "
                  "revision, or pass" if registry_revision else " Pass")
-        raise ModelNotFoundError(f"{model_id} is not in the bundled registry at revision "
+        raise ModelNotFoundError(f"{shown(model_id)} is not in the bundled registry at revision "
                        f"{revision or 'main'} and HF_HUB_OFFLINE is set.{known} model.path (a "
                        "folder with its config.json) instead", field="model.id", value=model_id)
     from huggingface_hub import hf_hub_download
