@@ -314,3 +314,38 @@ def test_paths_are_cut_to_their_last_80_characters() -> None:
 def test_a_negative_reserve_says_it_must_not_be_negative() -> None:
     with pytest.raises(SheetError, match=r"reserve: must be >= 0, got '-6 GiB'"):
         parse_sheet_text(SEED + "reserve: -6 GiB\n")
+
+
+# --- F13: -o refuses every input of the run ---------------------------------------------------
+
+def test_output_never_overwrites_evidence_or_model_files(tmp_path: Path) -> None:
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text(SEED)
+    (tmp_path / "ev").mkdir()
+    quote = tmp_path / "ev" / "quote.json"
+    quote.write_text('{"kind": "commercial", "document": "q.pdf", "version": "1"}')
+    before = quote.read_text()
+    err = _one_line(run_cli("plan", str(sheet), "--evidence", str(tmp_path / "ev"), "-o",
+                            str(quote), check=2))
+    assert "is in the evidence folder, an input of this command" in err
+    assert quote.read_text() == before
+    (tmp_path / "m").mkdir()
+    config = tmp_path / "m" / "config.json"
+    config.write_text("{}")
+    (tmp_path / "s2.yaml").write_text("model: {path: m}\ntask: inference\n"
+                                      "inference: {prompt_tokens: 16, new_tokens: 16}\n")
+    for command in ("plan", "estimate"):
+        err = _one_line(run_cli(command, str(tmp_path / "s2.yaml"), "-o", str(config), check=2))
+        assert "is in the model folder, an input of this command" in err
+    assert config.read_text() == "{}"
+
+
+def test_output_through_a_symlink_to_an_input_is_refused(tmp_path: Path) -> None:
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text(SEED)
+    cat = tmp_path / "c.yaml"
+    cat.write_text("- {id: a, provider: p, card: RTX 4090, cards: 1, total_usd: 10}\n")
+    os.symlink(cat, tmp_path / "out.json")
+    err = _one_line(run_cli("alternatives", str(sheet), "--catalog", str(cat), "-o",
+                            str(tmp_path / "out.json"), check=2))
+    assert "is an input of this command" in err and cat.read_text().startswith("- {id: a")

@@ -77,19 +77,55 @@ def _write(text: str, out: Optional[Path]) -> None:
 _EXTENSIONS = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}
 
 
-def _format(fmt: Optional[Enum], out: Optional[Path], allowed: tuple[str, ...],
-            inputs: tuple[Optional[Path], ...] = ()) -> str:
+class RunInputs:
+    """Every input of one run: files (sheet, catalogs, the quality corpus) and folders whose
+    files are read (the evidence folder's ``*.json``, the model folder's config.json, side files
+    and safetensors), so ``-o`` never overwrites one (issue 11, F13)."""
+
+    def __init__(self, sheet_path: Path, sheet: object = None,
+                 catalogs: Optional[list[Path]] = None, evidence: Optional[Path] = None) -> None:
+        self.files: list[Path] = [sheet_path, *(catalogs or ())]
+        self.folders: list[tuple[str, Path]] = []
+        if evidence is not None:
+            self.folders.append(("the evidence folder", evidence))
+        model = getattr(sheet, "model", None)
+        if getattr(model, "path", None):
+            from .model.resolve import model_folder
+            self.folders.append(("the model folder", model_folder(model.path, sheet_path.parent)))
+        quality = getattr(sheet, "quality", None)
+        if getattr(quality, "corpus", None):
+            from .quality.criteria_lock import corpus_path
+            self.files.append(corpus_path(sheet, sheet_path.parent))  # type: ignore[arg-type]
+
+    def refuse(self, out: Optional[Path]) -> None:
+        """Exit 2 when ``out`` (symlinks resolved) is an input file or lies in an input folder
+        (called before the work: a wrong -o costs nothing)."""
+        if out is None:
+            return
+        def real(p: Path) -> Path:
+            try:
+                return p.expanduser().resolve()
+            except (OSError, RuntimeError):
+                return p.expanduser().absolute()
+
+        target = real(out)
+        why: Optional[str] = None
+        if any(real(p) == target for p in self.files):
+            why = "is an input of this command"
+        for name, folder in self.folders:
+            if why is None and target.parent == real(folder):
+                why = f"is in {name}, an input of this command"
+        if why is not None:
+            typer.echo(f"error: -o/--out: {str(out)!r} {why}; expected a new output file "
+                       "elsewhere", err=True)
+            raise typer.Exit(2)
+
+
+def _format(fmt: Optional[Enum], out: Optional[Path], allowed: tuple[str, ...]) -> str:
     """The --format given, else the -o file's extension (.json, .html, .md), else Markdown.
 
-    Refuses an -o that is one of the inputs (it would be overwritten) and an extension that
-    names no format when --format is absent."""
-    if out is not None:
-        target = out.expanduser().resolve()
-        for p in inputs:
-            if p is not None and p.expanduser().resolve() == target:
-                typer.echo(f"error: -o/--out: {str(out)!r} is an input of this command; "
-                           "expected a new output file", err=True)
-                raise typer.Exit(2)
+    Refuses an extension that names no format when --format is absent (an -o that is an input
+    is refused before the work by :meth:`RunInputs.refuse`)."""
     if fmt is not None:
         return fmt.value
     if out is None:
@@ -155,12 +191,13 @@ def plan(sheet: SheetArg,
     from .pipeline import run_plan
     from .report.json_report import plan_document
     try:
-        result = run_plan(_load(sheet), catalogs=catalog, evidence_dir=evidence,
+        s = _load(sheet)
+        RunInputs(sheet, s, catalog, evidence).refuse(out)
+        result = run_plan(s, catalogs=catalog, evidence_dir=evidence,
                           base_dir=sheet.parent, simulate=simulate, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
-    inputs = (sheet, *(catalog or ()))
-    _render(plan_document(result), _format(format, out, ("md", "json", "html"), inputs), out,
+    _render(plan_document(result), _format(format, out, ("md", "json", "html")), out,
             quiet)
 
 
@@ -190,10 +227,12 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
     from .pipeline import run_estimate
     from .report.json_report import estimate_document
     try:
-        result = run_estimate(_load(sheet), card=_card(card), base_dir=sheet.parent)
+        s = _load(sheet)
+        RunInputs(sheet, s).refuse(out)
+        result = run_estimate(s, card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    _render(estimate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, False)
+    _render(estimate_document(result), _format(format, out, ("md", "json")), out, False)
 
 
 @app.command()
@@ -237,10 +276,12 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
         require_extra()
         from .pipeline import run_simulate
         from .report.simulation import simulate_document
-        result = run_simulate(_load(sheet), card=_card(card), base_dir=sheet.parent)
+        s = _load(sheet)
+        RunInputs(sheet, s).refuse(out)
+        result = run_simulate(s, card=_card(card), base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
-    _render(simulate_document(result), _format(format, out, ("md", "json"), (sheet,)), out, True)
+    _render(simulate_document(result), _format(format, out, ("md", "json")), out, True)
 
 
 class Device(str, Enum):
@@ -365,12 +406,14 @@ def alternatives(sheet: SheetArg,
     from .pipeline import run_alternatives
     from .report.alternatives_report import alternatives_document, render_alternatives_markdown
     try:
-        result = run_alternatives(_load(sheet), catalogs=catalog, evidence_dir=evidence,
+        s = _load(sheet)
+        RunInputs(sheet, s, catalog, evidence).refuse(out)
+        result = run_alternatives(s, catalogs=catalog, evidence_dir=evidence,
                                   base_dir=sheet.parent, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
     doc = alternatives_document(result)
-    fmt = _format(format, out, ("md", "json"), (sheet, *(catalog or ())))
+    fmt = _format(format, out, ("md", "json"))
     if fmt == "json":
         from .report.json_report import dumps
         text = dumps(doc) + "\n"
