@@ -349,3 +349,36 @@ def test_output_through_a_symlink_to_an_input_is_refused(tmp_path: Path) -> None
     err = _one_line(run_cli("alternatives", str(sheet), "--catalog", str(cat), "-o",
                             str(tmp_path / "out.json"), check=2))
     assert "is an input of this command" in err and cat.read_text().startswith("- {id: a")
+
+
+# --- F12: alternatives estimate once per distinct card, not per offer -------------------------
+
+def _estimates_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int) -> int:
+    import gpusizer.decision.alternatives as alternatives
+    from gpusizer.pipeline import run_alternatives
+
+    cat = tmp_path / f"c{rows}.csv"
+    cards = ("RTX 4090", "L4", "A10G")
+    cat.write_text("id,provider,card,cards,total_usd\n" + "".join(
+        f"o{i},p,{cards[i % 3]},1,{10 + i}\n" for i in range(rows)))
+    calls = []
+    real = alternatives.estimate_memory
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["card"].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(alternatives, "estimate_memory", counted)
+    sheet = parse_sheet_text("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: inference\n"
+                             "weights: bf16\ninference: {prompt_tokens: 7168, new_tokens: 1024, "
+                             "concurrency: 16}\n")
+    result = run_alternatives(sheet, catalogs=[cat])
+    assert len(result.offers) == rows  # every offer is excluded on memory and gets its changes
+    return len(calls)
+
+
+def test_alternatives_estimate_per_distinct_card(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    few = _estimates_for(tmp_path, monkeypatch, 3)
+    many = _estimates_for(tmp_path, monkeypatch, 60)
+    assert few == many  # 20 times the offers, the same estimates: one per (changed sheet, card)

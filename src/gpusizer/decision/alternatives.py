@@ -17,6 +17,7 @@ known part already does not fit (False). No torch here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,7 @@ from ..memory.estimate import estimate_memory
 from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
-from ..sheet import Sheet, required_dimensions
+from ..sheet import Sheet, canonical_json, required_dimensions
 from ..units import fmt_bytes
 from .criteria import OfferContext, quality
 from .search import largest_fitting
@@ -36,7 +37,7 @@ from .verdict import OfferDecision
 if TYPE_CHECKING:
     from .results import PlanResult
 
-__all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit",
+__all__ = ["Fit", "Alternative", "OfferAlternatives", "AlternativesResult", "check_fit", "FitCache",
            "offer_alternatives", "plan_alternatives", "LOWER_FORMATS"]
 
 LOWER_FORMATS: dict[str, tuple[str, ...]] = {n: r.lower for n, r in FORMATS.items() if r.lower}
@@ -134,6 +135,27 @@ def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
 _FITS = {"fits": True, "does_not_fit": False, "unknown": None}
 """The fit rule's state as ``Fit.fits``."""
 
+FitCheck = Callable[[Sheet, "ModelFacts | None", Card], "Fit"]
+"""``check_fit``'s signature: a one-change sheet's fit on a card."""
+
+
+class FitCache:
+    """:func:`check_fit` remembered per distinct (sheet, card): one estimate per card table
+    entry and changed sheet for a whole plan, whatever the number of offers (issue 11 F12:
+    ``alternatives`` re-estimated every larger card for every offer, quadratic in offers).
+
+    The key is the sheet's canonical JSON (``sheet.canonical_json``: every field, defaults
+    filled in) and the card's name; ``facts`` is the plan's, the same for every call."""
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[str, str], Fit] = {}
+
+    def __call__(self, sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
+        key = (canonical_json(sheet), card.name)
+        if key not in self._fits:
+            self._fits[key] = check_fit(sheet, facts, card)
+        return self._fits[key]
+
 
 def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
          risks: dict[str, str], **kw) -> Alternative:
@@ -143,14 +165,14 @@ def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
                        fit.fits, fit.reason, risks, **kw)
 
 
-def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
+def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str, check: FitCheck):
     from ..catalog.cards import all_cards
     here = int(d.card.device_bytes.value)
     bigger = sorted((c for c in all_cards() if int(c.device_bytes.value) > here),
                     key=lambda c: int(c.device_bytes.value))
     last = None
     for c in bigger:
-        fit = check_fit(sheet, facts, c)
+        fit = check(sheet, facts, c)
         last = (c, fit)
         if fit.fits is False:
             continue
@@ -160,7 +182,7 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
         larger = [x for x in decisions if x.card is not None and x.offer.id not in offers
                   and int(x.card.device_bytes.value) > here]
         fitting = [f"{x.offer.id} ({x.card.name})" for x in larger
-                   if check_fit(sheet, facts, x.card).fits is True]
+                   if check(sheet, facts, x.card).fits is True]
         risks = {"quality": "none: same format" if fmt == runs else
                  f"the card's rules run {fmt} instead of {runs}: quality to confirm",
                  "coverage": "none: the same workload",
@@ -180,7 +202,7 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str):
                   f"{last[1].reason}")
 
 
-def _shorter_cache(sheet, facts, card):
+def _shorter_cache(sheet, facts, card, check: FitCheck):
     inf = sheet.inference
     if inf is None or facts is None:
         return None, "no inference block with an architecture: there is no KV cache to shorten"
@@ -198,11 +220,11 @@ def _shorter_cache(sheet, facts, card):
         return sheet.model_copy(update={"inference": inf.model_copy(
             update={"prompt_tokens": p, "new_tokens": n})})
 
-    best = largest_fitting(2, total - 1, lambda t: check_fit(one(t), facts, card).fits is True)
+    best = largest_fitting(2, total - 1, lambda t: check(one(t), facts, card).fits is True)
     if best is None:
         return None, "not even 2 tokens per sequence fit"
     p, n = shape(best)
-    fit = check_fit(one(best), facts, card)
+    fit = check(one(best), facts, card)
     return _alt("shorter_cache", f"{best} tokens per sequence (prompt {p} + new {n}) instead of "
                 f"{total} ({inf.prompt_tokens} + {inf.new_tokens}), same prompt:new ratio",
                 {"inference.prompt_tokens": p, "inference.new_tokens": n}, card, fit,
@@ -212,7 +234,7 @@ def _shorter_cache(sheet, facts, card):
                  "throughput": "none (less work per sequence)"}), None
 
 
-def _smaller_microbatch(sheet, facts, card):
+def _smaller_microbatch(sheet, facts, card, check: FitCheck):
     t = sheet.training
     if t is None:
         return None, "inference: there is no microbatch (concurrency is the workload, R1)"
@@ -224,7 +246,7 @@ def _smaller_microbatch(sheet, facts, card):
     for m in candidates:  # largest first: the least extra accumulation
         one = sheet.model_copy(update={"training": t.model_copy(update={
             "microbatch": m, "gradient_accumulation": effective // m})})
-        fit = check_fit(one, facts, card)
+        fit = check(one, facts, card)
         if fit.fits is True:
             return _alt("smaller_microbatch", f"microbatch {m} × accumulation {effective // m} "
                         f"instead of {t.microbatch} × {t.gradient_accumulation} (effective batch "
@@ -245,7 +267,7 @@ def _smaller_microbatch(sheet, facts, card):
     return None, f"even microbatch {candidates[-1]} does not fit: {last}"
 
 
-def _lower_precision(sheet, facts, card, ctx_of, runs: str):
+def _lower_precision(sheet, facts, card, ctx_of, runs: str, check: FitCheck):
     task = sheet.task
     if task == "full":
         return [], ["full fine-tuning trains the weights themselves: a lower-precision base is "
@@ -273,7 +295,7 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
         # upcast, a second change that raises the activations)
         update: dict = {"weights": fmt}
         one = sheet.model_copy(update=update)
-        fit = check_fit(one, facts, card)
+        fit = check(one, facts, card)
         if fit.fits is False or fit.estimate is None:
             why.append(f"{fmt}: {fit.reason}")
             continue
@@ -288,7 +310,7 @@ def _lower_precision(sheet, facts, card, ctx_of, runs: str):
     return out, why
 
 
-def _checkpointing(sheet, facts, card):
+def _checkpointing(sheet, facts, card, check: FitCheck):
     t = sheet.training
     if t is None:
         return None, "inference: no activations kept for a backward pass"
@@ -296,7 +318,7 @@ def _checkpointing(sheet, facts, card):
         return None, "gradient checkpointing is already on"
     one = sheet.model_copy(update={"training": t.model_copy(update={
         "gradient_checkpointing": True})})
-    fit = check_fit(one, facts, card)
+    fit = check(one, facts, card)
     if fit.fits is not True:
         return None, fit.reason
     return _alt("gradient_checkpointing", "gradient checkpointing on",
@@ -309,8 +331,12 @@ def _checkpointing(sheet, facts, card):
 
 def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
                        decisions: list[OfferDecision], ctx: OfferContext,
-                       memory_state: str = "exclude") -> OfferAlternatives:
-    """The single changes for one offer that does not fit (its card must be known)."""
+                       memory_state: str = "exclude",
+                       check: FitCheck | None = None) -> OfferAlternatives:
+    """The single changes for one offer that does not fit (its card must be known); ``check``
+    sizes each changed sheet (a :class:`FitCache` shared by a plan's offers; default a new
+    one)."""
+    check = check or FitCache()
     card = d.card
     reason = d.criteria["memory"].reason
     if card is None:
@@ -323,16 +349,18 @@ def offer_alternatives(sheet: Sheet, facts: ModelFacts | None, d: OfferDecision,
                             ctx.days, ctx.checkpoint_bytes, required=ctx.required)
 
     alts, why = [], []
-    for name, fn in (("bigger_card", lambda: _bigger_card(sheet, facts, d, decisions, runs)),
-                     ("shorter_cache", lambda: _shorter_cache(sheet, facts, card)),
-                     ("smaller_microbatch", lambda: _smaller_microbatch(sheet, facts, card))):
+    for name, fn in (("bigger_card", lambda: _bigger_card(sheet, facts, d, decisions, runs,
+                                                          check)),
+                     ("shorter_cache", lambda: _shorter_cache(sheet, facts, card, check)),
+                     ("smaller_microbatch", lambda: _smaller_microbatch(sheet, facts, card,
+                                                                        check))):
         alt, no = fn()
         alts += [alt] if alt else []
         why += [(name, no)] if no else []
-    lp, lp_why = _lower_precision(sheet, facts, card, ctx_of, runs)
+    lp, lp_why = _lower_precision(sheet, facts, card, ctx_of, runs, check)
     alts += lp
     why += [("lower_precision", w) for w in lp_why]
-    alt, no = _checkpointing(sheet, facts, card)
+    alt, no = _checkpointing(sheet, facts, card, check)
     alts += [alt] if alt else []
     why += [("gradient_checkpointing", no)] if no else []
     return OfferAlternatives(d.offer.id, card.name, reason, tuple(alts), tuple(why),
@@ -344,6 +372,7 @@ def plan_alternatives(plan: PlanResult) -> AlternativesResult:
     estimated peak does not fit; reads no file."""
     sheet = plan.sheet
     result = AlternativesResult(plan)
+    check = FitCache()  # one estimate per distinct (changed sheet, card) for all offers
     for d in plan.decisions:
         state = d.criteria["memory"].state
         if state != "exclude":
@@ -355,5 +384,5 @@ def plan_alternatives(plan: PlanResult) -> AlternativesResult:
                            d.total_usd, d.days, plan.checkpoint_bytes,
                            required=required_dimensions(sheet))
         result.offers.append(offer_alternatives(sheet, plan.facts, d, plan.decisions, ctx,
-                                                state))
+                                                state, check))
     return result
