@@ -149,9 +149,12 @@ class FitCache:
 
     def __init__(self) -> None:
         self._fits: dict[tuple[str, str], Fit] = {}
+        self._json: dict[int, tuple[Sheet, str]] = {}  # the sheet is kept: its id stays its own
 
     def __call__(self, sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
-        key = (canonical_json(sheet), card.name)
+        if id(sheet) not in self._json:
+            self._json[id(sheet)] = (sheet, canonical_json(sheet))
+        key = (self._json[id(sheet)][1], card.name)
         if key not in self._fits:
             self._fits[key] = check_fit(sheet, facts, card)
         return self._fits[key]
@@ -181,8 +184,10 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str, check: Fi
                        and x.card.name == c.name)
         larger = [x for x in decisions if x.card is not None and x.offer.id not in offers
                   and int(x.card.device_bytes.value) > here]
+        fits_by_card = {x.card.name: check(sheet, facts, x.card).fits
+                        for x in {x.card.name: x for x in larger}.values()}
         fitting = [f"{x.offer.id} ({x.card.name})" for x in larger
-                   if check(sheet, facts, x.card).fits is True]
+                   if fits_by_card[x.card.name] is True]
         risks = {"quality": "none: same format" if fmt == runs else
                  f"the card's rules run {fmt} instead of {runs}: quality to confirm",
                  "coverage": "none: the same workload",
