@@ -382,3 +382,75 @@ def test_alternatives_estimate_per_distinct_card(tmp_path: Path,
     few = _estimates_for(tmp_path, monkeypatch, 3)
     many = _estimates_for(tmp_path, monkeypatch, 60)
     assert few == many  # 20 times the offers, the same estimates: one per (changed sheet, card)
+
+
+# --- F15 and point 4: input strings are text in every output ----------------------------------
+
+EVIL = {"[/]": "closes a rich tag", "[link=https://evil.example/]seed[/link]": "a hyperlink",
+        "RTX\x1b[2J\x1b[31mRED": "terminal escapes", "<!--<script>": "an HTML parser state",
+        "</script><img src=x onerror=alert(3)>": "raw HTML"}
+
+
+def _evil_plan(tmp_path: Path) -> dict:
+    from gpusizer.pipeline import run_plan
+    from gpusizer.report.json_report import plan_document
+
+    cat = tmp_path / "c.yaml"
+    cat.write_text("".join(f"- {{id: {json.dumps(i)}, provider: {json.dumps(i)}, card: RTX 4090, "
+                           "cards: 1, total_usd: 10}\n" for i in EVIL))
+    return plan_document(run_plan(parse_sheet_text(SEED), catalogs=[cat]))
+
+
+def test_the_terminal_table_shows_input_strings_as_text(tmp_path: Path) -> None:
+    import io
+
+    from gpusizer.report.terminal import print_terminal
+
+    out = io.StringIO()
+    print_terminal(_evil_plan(tmp_path), file=out)  # `[/]` raised rich.errors.MarkupError
+    shown = out.getvalue()
+    assert "\x1b" not in shown  # never sent raw
+    # the offer table's first column (ids), its folded lines joined
+    ids = "".join(line.split("│")[1].strip() for line in shown.splitlines()
+                  if line.startswith("│") and line.count("│") > 2)
+    assert "[/]" in ids and "[link=https://evil.example/]seed[/link]" in ids
+    assert "RTX\\x1b[2J\\x1b[31mRED" in ids  # escaped, shown as written
+
+
+def test_the_html_data_island_cannot_be_broken(tmp_path: Path) -> None:
+    import html as html_lib
+    import re
+
+    from gpusizer.report.html import render_html
+
+    doc = _evil_plan(tmp_path)
+    page = render_html(doc)
+    island = re.search(r'<script type="application/json" id="gpusizer-json">(.*?)</script>',
+                       page, re.S)
+    assert island and "<" not in island.group(1) and ">" not in island.group(1)
+    assert json.loads(island.group(1)) == json.loads(json.dumps(doc, default=str))
+    assert page.count("<script") == 1  # no tag from an input outside the island
+    assert html_lib.escape("</script><img src=x onerror=alert(3)>") in page
+
+
+def test_markdown_escapes_html_in_input_values(tmp_path: Path) -> None:
+    from gpusizer.report.markdown import render_markdown
+
+    text = render_markdown(_evil_plan(tmp_path))
+    assert "<script" not in text and "<img" not in text and "<!--" not in text
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(3)&gt;" in text
+
+
+def test_alternatives_markdown_escapes_html_in_input_values(tmp_path: Path) -> None:
+    from gpusizer.report.alternatives_report import (alternatives_document,
+                                                     render_alternatives_markdown)
+    from gpusizer.pipeline import run_alternatives
+
+    cat = tmp_path / "c.yaml"
+    cat.write_text('- {id: "<b>x</b>", provider: p, card: RTX 4090, cards: 1, total_usd: 10}\n')
+    sheet = parse_sheet_text("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: inference\n"
+                             "weights: bf16\ninference: {prompt_tokens: 7168, new_tokens: 1024, "
+                             "concurrency: 16}\n")
+    text = render_alternatives_markdown(alternatives_document(
+        run_alternatives(sheet, catalogs=[cat])))
+    assert "## &lt;b&gt;x&lt;/b&gt; (RTX 4090)" in text and "<b>" not in text

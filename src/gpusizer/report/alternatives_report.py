@@ -8,6 +8,7 @@ from typing import Any
 from .. import __version__
 from ..decision.alternatives import AlternativesResult
 from ..units import fmt_bytes
+from .markdown import md_cell, md_text
 
 __all__ = ["alternatives_document", "render_alternatives_markdown"]
 
@@ -43,22 +44,24 @@ def render_alternatives_markdown(doc: dict[str, Any]) -> str:
         lines.append("No offer is excluded on memory or estimated not to fit: there is nothing "
                      "to change.")
     for o in doc["offers"]:
-        lines += [f"## {o['offer_id']} ({o['card'] or 'unknown card'})", "",
-                  (f"memory: exclude — {o['memory_reason']}" if o["memory_state"] == "exclude"
-                   else f"memory: to confirm, estimated not to fit — {o['memory_reason']}"), ""]
+        t, c = md_text, md_cell  # values from the catalog and the sheet are text, never HTML
+        lines += [f"## {t(o['offer_id'])} ({t(o['card'] or 'unknown card')})", "",
+                  t(f"memory: exclude — {o['memory_reason']}" if o["memory_state"] == "exclude"
+                    else f"memory: to confirm, estimated not to fit — {o['memory_reason']}"), ""]
         if o["alternatives"]:
             lines += ["| change | new device peak per GPU | card | fits | quality | coverage | "
                       "throughput |", "|---|---|---|---|---|---|---|"]
             for a in o["alternatives"]:
                 r = a["risks"]
                 fits = {True: "yes", False: "no", None: "unknown"}[a["fits"]]
-                lines.append(f"| {a['summary']} | {fmt_bytes(a['device_peak_bytes'])} | "
-                             f"{a['card']} | {fits}: {a['reason']} | {r.get('quality', '')} | "
-                             f"{r.get('coverage', '')} | {r.get('throughput', '')}"
-                             + (f"; {r['budget']}" if "budget" in r else "") + " |")
+                lines.append(f"| {c(a['summary'])} | {fmt_bytes(a['device_peak_bytes'])} | "
+                             f"{c(a['card'])} | {fits}: {c(a['reason'])} | "
+                             f"{c(r.get('quality', ''))} | {c(r.get('coverage', ''))} | "
+                             + c(r.get('throughput', '')
+                                 + (f"; {r['budget']}" if "budget" in r else "")) + " |")
             lines.append("")
         if o["not_offered"]:
             lines += ["Changes that do not make it fit or do not apply:", ""]
-            lines += [f"- {n['change']}: {n['reason']}" for n in o["not_offered"]]
+            lines += [f"- {t(n['change'])}: {t(n['reason'])}" for n in o["not_offered"]]
             lines.append("")
     return "\n".join(lines).replace("|  |", "| |") + "\n"

@@ -32,7 +32,10 @@ def render_html(doc: dict[str, Any]) -> str:
     """A standalone HTML page of the sizing sheet."""
     title = "gpusizer sizing sheet" if "sheet_sha256" in doc else "gpusizer memory estimate"
     sections = memory_sections(doc) + (offer_sections(doc) if "sheet_sha256" in doc else [])
-    data = json.dumps(doc, default=str).replace("</", "<\\/")
+    # every <, > and & of the data island as a JSON escape: no string (``</script>``,
+    # ``<!--<script>``) can close the island or change the HTML parser's state (S-c)
+    data = (json.dumps(doc, default=str).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026"))
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{title}</title><style>{_STYLE}</style></head><body>"
             f"<h1>{title}</h1><ul>"

@@ -1,4 +1,9 @@
-"""A rich table in the terminal: phase peaks and offers (rich imported lazily by the CLI only)."""
+"""A rich table in the terminal: phase peaks and offers (rich imported lazily by the CLI only).
+
+Every string is printed as text: a rich ``Text`` (never parsed as markup, so an offer id
+``[/]`` or ``[link=…]`` is shown as written) with control characters escaped (an ESC from a
+catalog cell reaches the terminal as ``\\x1b``; issue 11 F15).
+"""
 
 from __future__ import annotations
 
@@ -16,20 +21,26 @@ def print_terminal(doc: dict[str, Any], *, file=None) -> None:
     """Print the key tables with rich (to stderr by default, so stdout stays the document)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from ..errors import one_line
+
+    def text(value: object) -> Text:
+        return Text(one_line(str(value)))
 
     console = Console(file=file, stderr=file is None, width=160)
     for line in header_lines(doc):
-        console.print(line, highlight=False)
+        console.print(text(line), highlight=False)
     sections = memory_sections(doc) + (offer_sections(doc) if "sheet_sha256" in doc else [])
     for s in sections:
         if s.title not in _SHOWN:
             continue
         if s.header:
-            t = Table(title=s.title, show_lines=False)
+            t = Table(title=text(s.title), show_lines=False)
             for h in s.header:
-                t.add_column(h, overflow="fold")
+                t.add_column(text(h), overflow="fold")
             for row in s.rows:
-                t.add_row(*row)
+                t.add_row(*(text(c) for c in row))
             console.print(t)
         for line in s.lines:
-            console.print(f"• {line}", highlight=False)
+            console.print(text(f"• {line}"), highlight=False)
