@@ -454,3 +454,22 @@ def test_alternatives_markdown_escapes_html_in_input_values(tmp_path: Path) -> N
     text = render_alternatives_markdown(alternatives_document(
         run_alternatives(sheet, catalogs=[cat])))
     assert "## &lt;b&gt;x&lt;/b&gt; (RTX 4090)" in text and "<b>" not in text
+
+
+# --- point 2: found by a new user -------------------------------------------------------------
+
+@pytest.mark.parametrize("block", ["inference", "budget", "quality"])
+def test_an_empty_block_is_not_read_as_no_block(block: str) -> None:
+    with pytest.raises(SheetError, match=f"{block}: the {block} block is empty"):
+        parse_sheet_text(SEED + f"{block}:\n")
+
+
+def test_measure_refuses_a_prompt_beyond_the_context_window(tmp_path: Path) -> None:
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: inference\nweights: bf16\n"
+                     "inference: {prompt_tokens: 200000, new_tokens: 256}\n")
+    for command in (("estimate",), ("measure", "--out", str(tmp_path / "o"), "--device", "cpu")):
+        err = _one_line(run_cli(*command[:1], str(sheet), *command[1:], check=2))
+        assert ("prompt_tokens + new_tokens = 200000 + 256 = 200256 tokens exceeds the model's "
+                "context window max_position_embeddings = 131072 tokens") in err
+    assert not (tmp_path / "o").exists()  # refused before anything ran or was written

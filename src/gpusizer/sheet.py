@@ -574,6 +574,11 @@ def _explain(err: dict) -> str:
     return msg.removeprefix("Value error, ")
 
 
+_OPTIONAL_BLOCKS = ("inference", "training", "quality", "budget")
+"""Blocks whose absence means something (no workload, no criteria): a key given with an empty
+value is refused rather than read as "absent"."""
+
+
 def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     """Validate a parsed YAML mapping into a :class:`Sheet`.
 
@@ -585,6 +590,10 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     if not isinstance(data, dict):
         raise SheetError(f"expected a mapping of sheet keys, got {type(data).__name__}",
                          file=file, value=data)
+    for key in _OPTIONAL_BLOCKS:
+        if key in data and data[key] is None:  # `inference:` with nothing under it
+            raise SheetError(f"the {key} block is empty: give its keys (see `gpusizer schema`) "
+                             "or leave the key out", file=file, field=key, value=None)
     try:
         return Sheet.model_validate(data)
     except ValidationError as exc:

@@ -27,7 +27,8 @@ from .training import TrainingSummary, training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
-__all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params"]
+__all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params",
+           "check_context_window"]
 
 _WEIGHTS_SOURCE = ("R5 dense volume = parameters × bits / 8; per-format layout in "
                    "gpusizer/formats (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales, NVFP4)")
@@ -289,7 +290,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
             window, heads or layers the placement cannot split, LoRA targets that match nothing).
         ModelError: a fact the sizing needs is unknown.
     """
-    _check_context_window(sheet, facts)
+    check_context_window(sheet, facts)
     inf, engine = sheet.inference, engine_of(sheet)
     plan = plan_weights(sheet, facts, card)
     notes = [Note("card_rule", change) for change in plan.rules.changes]
@@ -339,7 +340,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
         gpus=share.gpus if sheet.task == "inference" else sheet.placement.gpus, **made)
 
 
-def _check_context_window(sheet: Sheet, facts: ModelFacts | None) -> None:
+def check_context_window(sheet: Sheet, facts: ModelFacts | None) -> None:
     """Refuse a length beyond the model's context window (``max_position_embeddings``).
 
     Raises:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import MeasureExtraMissingError
+from ..errors import HubError, MeasureExtraMissingError
 from ..sheet import Sheet
 
 if TYPE_CHECKING:
@@ -27,7 +27,16 @@ def measure(sheet: Sheet, out: str | Path, *, random_weights: bool,
         MeasureExtraMissingError: torch, transformers or peft is not installed (the message names
             the missing package and the extra).
         MeasureUnsupportedError, MeasureError: see ``measure.run.run_measurement``.
+        SheetError: prompt + new tokens (or the sequence length) beyond the model's context
+            window, refused before anything is loaded, as ``estimate`` refuses it.
     """
+    from ..memory.estimate import check_context_window
+    from ..model.resolve import facts_for_sheet
+    try:
+        facts = facts_for_sheet(sheet, base_dir=Path(base_dir) if base_dir else None)
+    except HubError:
+        facts = None  # the Hub's answer is the loader's to give (it may hold a cached copy)
+    check_context_window(sheet, facts)
     try:
         import peft  # noqa: F401
         import torch  # noqa: F401
