@@ -462,6 +462,7 @@ def test_alternatives_markdown_escapes_html_in_input_values(tmp_path: Path) -> N
 def test_an_empty_block_is_not_read_as_no_block(block: str) -> None:
     with pytest.raises(SheetError, match=f"{block}: the {block} block is empty"):
         parse_sheet_text(SEED + f"{block}:\n")
+    assert getattr(parse_sheet_text(SEED + f"{block}: null\n"), block) is None  # written out
 
 
 def test_measure_refuses_a_prompt_beyond_the_context_window(tmp_path: Path) -> None:

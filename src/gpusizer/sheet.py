@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
 
 from .errors import SheetError, shown
 from .formats import FORMATS, NAMES
-from .units import parse_bytes
 from .input_files import read_input
+from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
 __all__ = [
@@ -574,11 +575,6 @@ def _explain(err: dict) -> str:
     return msg.removeprefix("Value error, ")
 
 
-_OPTIONAL_BLOCKS = ("inference", "training", "quality", "budget")
-"""Blocks whose absence means something (no workload, no criteria): a key given with an empty
-value is refused rather than read as "absent"."""
-
-
 def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     """Validate a parsed YAML mapping into a :class:`Sheet`.
 
@@ -590,10 +586,6 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     if not isinstance(data, dict):
         raise SheetError(f"expected a mapping of sheet keys, got {type(data).__name__}",
                          file=file, value=data)
-    for key in _OPTIONAL_BLOCKS:
-        if key in data and data[key] is None:  # `inference:` with nothing under it
-            raise SheetError(f"the {key} block is empty: give its keys (see `gpusizer schema`) "
-                             "or leave the key out", file=file, field=key, value=None)
     try:
         return Sheet.model_validate(data)
     except ValidationError as exc:
@@ -646,7 +638,19 @@ def parse_sheet_text(text: str, *, file: str | None = None) -> Sheet:
     if data is None:
         raise SheetError("the sheet is empty: expected a mapping with at least model and task",
                          file=file)
+    if isinstance(data, dict):
+        for key in _OPTIONAL_BLOCKS:
+            # `inference:` with nothing under it (not an explicit `null`): a block left empty
+            if data.get(key, ...) is None and re.search(rf"^{key}[ \t]*:[ \t]*(#.*)?$", text,
+                                                         re.MULTILINE):
+                raise SheetError(f"the {key} block is empty: give its keys (see `gpusizer "
+                                 "schema`) or leave the key out", file=file, field=key)
     return parse_sheet(data, file=file)
+
+
+_OPTIONAL_BLOCKS = ("inference", "training", "quality", "budget")
+"""Blocks whose absence means something (no workload, no criteria): a key written with nothing
+under it is refused rather than read as "absent" (``null`` written out still means absent)."""
 
 
 def canonical_json(sheet: Sheet) -> str:
