@@ -474,3 +474,29 @@ def test_measure_refuses_a_prompt_beyond_the_context_window(tmp_path: Path) -> N
         assert ("prompt_tokens + new_tokens = 200000 + 256 = 200256 tokens exceeds the model's "
                 "context window max_position_embeddings = 131072 tokens") in err
     assert not (tmp_path / "o").exists()  # refused before anything ran or was written
+
+
+@pytest.mark.parametrize("name,text", [
+    ("c.yaml", "- {id: a, provider: p, card: RTX 4090, cards: 0, total_usd: 10}\n"
+               "- {id: b, provider: p, card: RTX 4090, cards: 1, total_usd: 10}\n"
+               "- {id: c, provider: p, card: RTX 4090, cards: 1, total_usd: -1}\n"),
+    ("c.csv", "id,provider,card,cards,total_usd\na,p,RTX 4090,0,10\nb,p,RTX 4090,1,10\n"
+              "c,p,RTX 4090,1,-1\n"),
+])
+def test_a_catalog_reports_every_bad_row(tmp_path: Path, name: str, text: str) -> None:
+    cat = tmp_path / name
+    cat.write_text(text)
+    with pytest.raises(CatalogError) as info:
+        read_catalog(cat)
+    message = str(info.value)
+    assert f"{name}: 2 rows are invalid: row 1.cards: " in message
+    assert "; row 3.total_usd: " in message and "row 2" not in message
+
+
+def test_a_catalog_lists_ten_bad_rows_then_counts(tmp_path: Path) -> None:
+    cat = tmp_path / "c.csv"
+    cat.write_text("id,provider,card,cards,total_usd\n" + "".join(
+        f"o{i},p,RTX 4090,0,10\n" for i in range(25)))
+    with pytest.raises(CatalogError, match=r"25 rows are invalid: row 1\.cards: .*row 10\.cards: "
+                                           r"[^;]*; and 15 more$"):
+        read_catalog(cat)

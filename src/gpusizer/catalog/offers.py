@@ -85,8 +85,34 @@ def _offers_from_yaml(text: str, file: str) -> list[Offer]:
         raise CatalogError(
             f"expected a YAML list of offers (each a mapping of {', '.join(CONTRACT_KEYS)}), "
             f"got {type(rows).__name__}", file=file)
-    return [offer_from_mapping(row, file=file, row_number=number)
-            for number, row in enumerate(rows, start=1)]
+    return _every_row(((number, row) for number, row in enumerate(rows, start=1)), file)
+
+
+MAX_ROW_ERRORS = 10
+"""The most bad rows one catalog error lists (the count of the others follows)."""
+
+
+def _every_row(rows, file: str) -> list[Offer]:
+    """Every row made an offer, or one CatalogError listing every bad row (the first
+    :data:`MAX_ROW_ERRORS`, then how many more): a user fixes them in one pass.
+
+    Args:
+        rows: ``(row number, mapping)`` pairs.
+    """
+    offers, bad = [], []
+    for number, mapping in rows:
+        try:
+            offers.append(offer_from_mapping(mapping, file=file, row_number=number))
+        except CatalogError as exc:
+            bad.append(exc)
+    if len(bad) == 1:
+        raise bad[0]
+    if bad:
+        listed = "; ".join(f"{e.field}: {e.reason}" if e.field else e.reason
+                           for e in bad[:MAX_ROW_ERRORS])
+        more = f"; and {len(bad) - MAX_ROW_ERRORS} more" if len(bad) > MAX_ROW_ERRORS else ""
+        raise CatalogError(f"{len(bad)} rows are invalid: {listed}{more}", file=file)
+    return offers
 
 
 def _offers_from_csv(text: str, file: str) -> list[Offer]:
@@ -102,18 +128,19 @@ def _offers_from_csv(text: str, file: str) -> list[Offer]:
     duplicates = sorted({name for name in header if header.count(name) > 1})
     if duplicates:
         raise CatalogError(f"column(s) given twice: {duplicates}", field="header", file=file)
-    offers = []
-    for number, cells in enumerate(reader, start=1):
-        if not any(cell.strip() for cell in cells):
-            continue  # a blank line is not a row
-        if len(cells) != len(header):
-            raise CatalogError(f"{len(cells)} cells for {len(header)} columns (leave a cell empty "
-                               "for an unknown value, but keep every column)",
-                               field=f"row {number}", file=file)
-        # an empty cell is an absent key (so its default or 'unknown' applies)
-        mapping = {name: cell.strip() for name, cell in zip(header, cells) if cell.strip()}
-        offers.append(offer_from_mapping(mapping, file=file, row_number=number))
-    return offers
+    def rows():
+        for number, cells in enumerate(reader, start=1):
+            if not any(cell.strip() for cell in cells):
+                continue  # a blank line is not a row
+            if len(cells) != len(header):
+                raise CatalogError(f"{len(cells)} cells for {len(header)} columns (leave a cell "
+                                   "empty for an unknown value, but keep every column)",
+                                   field=f"row {number}", file=file)
+            # an empty cell is an absent key (so its default or 'unknown' applies)
+            yield number, {name: cell.strip() for name, cell in zip(header, cells)
+                           if cell.strip()}
+
+    return _every_row(rows(), file)
 
 
 def read_catalog(path: Path, *, days: float | None = None) -> tuple[list[Offer], CatalogFile]:
