@@ -500,3 +500,17 @@ def test_a_catalog_lists_ten_bad_rows_then_counts(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=r"25 rows are invalid: row 1\.cards: .*row 10\.cards: "
                                            r"[^;]*; and 15 more$"):
         read_catalog(cat)
+
+
+def test_a_lock_file_in_the_evidence_folder_is_skipped_with_a_note(tmp_path: Path) -> None:
+    sheet = tmp_path / "s.yaml"
+    sheet.write_text(SEED)
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "s.quality-lock.json").write_text(json.dumps({
+        "kind": "quality_criteria", "criteria": {}, "criteria_sha256": "0" * 64,
+        "locked_at": "2026-11-30T00:00:00+00:00", "locked_by": "gpusizer 0.1.0"}))
+    proc = run_cli("plan", str(sheet), "--evidence", str(tmp_path / "ev"), "--format", "json")
+    ignored = json.loads(proc.stdout)["evidence"]["ignored"]
+    assert ignored == [{"file": str(tmp_path / "ev" / "s.quality-lock.json"),
+                        "reason": "a quality lock (kind quality_criteria), not evidence: skipped "
+                                  "(keep it beside the sheet, out of --evidence)"}]

@@ -235,8 +235,16 @@ EvidenceSource = Union["os.PathLike[str]", Sequence[Union[Mapping[str, Any], Evi
 """Evidence as given: a folder of ``*.json`` files, or the documents themselves."""
 
 
-def read_evidence_folder(directory: str | Path) -> tuple[EvidenceDoc, ...]:
-    """Every ``*.json`` in ``directory`` (sorted by name), validated; each keeps its file.
+LOCK_SKIPPED = ("a quality lock (kind quality_criteria), not evidence: skipped (keep it beside "
+                "the sheet, out of --evidence)")
+"""Why a lock file found in an evidence folder is skipped (the plan goes on)."""
+
+
+def read_evidence_folder(directory: str | Path, *,
+                         skipped: list[tuple[str, str]] | None = None) -> tuple[EvidenceDoc, ...]:
+    """Every ``*.json`` in ``directory`` (sorted by name), validated; each keeps its file. A
+    quality lock file (``kind: quality_criteria``, written by ``gpusizer quality lock``) is not
+    evidence: it is skipped, and ``(file, why)`` appended to ``skipped`` when given.
 
     Raises:
         EvidenceError: not a folder, a file that is not regular or over 16 MiB, unreadable or
@@ -250,6 +258,10 @@ def read_evidence_folder(directory: str | Path) -> tuple[EvidenceDoc, ...]:
     for path in sorted(d.glob("*.json")):
         raw = parse_json(read_input(path, "evidence file", EvidenceError), "evidence file",
                          EvidenceError, file=str(path))
+        if isinstance(raw, dict) and raw.get("kind") == "quality_criteria":
+            if skipped is not None:
+                skipped.append((str(path), LOCK_SKIPPED))
+            continue
         docs.append(_validated(raw, str(path)))
     return tuple(docs)
 
@@ -276,9 +288,12 @@ def load_evidence_docs(documents: Sequence[Mapping[str, Any] | EvidenceDoc]
     return tuple(docs)
 
 
-def read_evidence(source: EvidenceSource | None) -> tuple[EvidenceDoc, ...]:
+def read_evidence(source: EvidenceSource | None, *,
+                  skipped: list[tuple[str, str]] | None = None) -> tuple[EvidenceDoc, ...]:
     """Evidence from a folder (``os.PathLike``) or documents (a sequence of mappings); none for
-    None. A ``str`` is refused: a folder is given as a path (``pathlib.Path``).
+    None. A ``str`` is refused: a folder is given as a path (``pathlib.Path``). Files of a folder
+    that are not evidence (a quality lock) are skipped into ``skipped``
+    (:func:`read_evidence_folder`).
 
     Raises:
         EvidenceError: as :func:`read_evidence_folder` and :func:`load_evidence_docs`, or a
@@ -287,7 +302,7 @@ def read_evidence(source: EvidenceSource | None) -> tuple[EvidenceDoc, ...]:
     if source is None:
         return ()
     if isinstance(source, os.PathLike):
-        return read_evidence_folder(source)
+        return read_evidence_folder(source, skipped=skipped)
     if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
         return load_evidence_docs(source)
     raise EvidenceError("expected a folder (os.PathLike, e.g. pathlib.Path) or a list of "

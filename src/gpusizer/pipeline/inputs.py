@@ -94,6 +94,8 @@ class PlanInputs:
         catalogs: one record per catalog (name, SHA-256, kind, skipped rows, discrepancies).
         evidence: the evidence documents as given; :func:`plan` keeps those that match the
             sheet (``evidence.select_evidence``).
+        skipped_evidence: ``(file, why)`` of the evidence folder's files that are not evidence
+            (a quality lock), reported with the documents set aside.
     """
 
     sheet: Sheet
@@ -102,6 +104,7 @@ class PlanInputs:
     catalogs: tuple[CatalogFile, ...]
     evidence: tuple[EvidenceDoc, ...] = ()
     base_dir: Path | None = None
+    skipped_evidence: tuple[tuple[str, str], ...] = ()
 
 
 def load_plan_inputs(sheet: Sheet, *,
@@ -132,5 +135,6 @@ def load_plan_inputs(sheet: Sheet, *,
     if not offers:
         raise CatalogError("the catalog(s) gave no offer to classify: expected at least one row",
                            field="--catalog", value=[f.path for f in files])
-    return PlanInputs(sheet, facts, tuple(offers), tuple(files), read_evidence(evidence),
-                      base_dir)
+    skipped: list[tuple[str, str]] = []
+    docs = read_evidence(evidence, skipped=skipped)
+    return PlanInputs(sheet, facts, tuple(offers), tuple(files), docs, base_dir, tuple(skipped))

@@ -81,6 +81,8 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     evidence = select_evidence(inputs.evidence, sheet_sha256=sha,
                                quality_sha256=quality_sha256(sheet),
                                quality_criteria=quality_criteria(sheet))
+    if inputs.skipped_evidence:  # files of the evidence folder that are no evidence (a lock)
+        evidence = EvidenceSet(evidence.docs, tuple(inputs.skipped_evidence) + evidence.ignored)
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}
