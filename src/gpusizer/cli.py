@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from .errors import (CatalogError, EvidenceError, GpusizerError, MeasureUnsupportedError,
-                     ModelError, ModelNotFoundError, QualityError, SheetError)
+                     ModelError, ModelNotFoundError, QualityError, SheetError, shown_path)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size GPU memory for an LLM workload and classify GPU offers "
@@ -55,8 +55,8 @@ def _fail(exc: GpusizerError, sheet: Path | None = None) -> None:
     """Print one line and exit with the error's status. A sheet problem found after reading
     (against the model, the card or a placement) is prefixed with the sheet's file, as the
     reading errors are."""
-    where = f"{sheet}: " if (sheet is not None and isinstance(exc, SheetError)
-                             and exc.file is None) else ""
+    where = f"{shown_path(sheet)}: " if (sheet is not None and isinstance(exc, SheetError)
+                                         and exc.file is None) else ""
     typer.echo(f"error: {where}{exc}", err=True)
     raise typer.Exit(exit_code_for(exc))
 
