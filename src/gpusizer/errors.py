@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "GpusizerError",
+    "ArgumentError",
     "SheetError",
     "ModelError",
     "UnknownArchitectureError",
@@ -52,6 +53,12 @@ class GpusizerError(Exception):
         if field:
             prefix += f"{field}: "
         super().__init__(prefix + message)
+
+
+class ArgumentError(GpusizerError, ValueError):
+    """A library call's argument (or a command-line option) of the wrong kind or value: a date
+    that is not a date, a card that is neither a name nor a ``Card``, catalogs that are neither
+    rows, texts nor paths. An input error; ``field`` names the argument."""
 
 
 class SheetError(GpusizerError, ValueError):
