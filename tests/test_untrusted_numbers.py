@@ -31,7 +31,7 @@ def _refused(text: str, fragment: str) -> SheetError:
 
 @pytest.mark.parametrize("value, fragment", [
     (True, "not true/false"), (float("nan"), "finite"), (float("inf"), "finite"),
-    (float("-inf"), "finite"), ("3", "expected a number, got str"), (101, "<= 100"),
+    (float("-inf"), "finite"), ("3", "expected a number, not str, got .3."), (101, "<= 100"),
 ])
 def test_check_number_refuses_bools_non_finite_and_out_of_bounds(value, fragment):
     with pytest.raises(NumberProblem, match=fragment):
@@ -41,7 +41,7 @@ def test_check_number_refuses_bools_non_finite_and_out_of_bounds(value, fragment
 def test_check_number_keeps_a_good_value_unchanged():
     assert check_number(2.49, minimum=0, maximum=100) == 2.49
     assert check_number(8, minimum=1, maximum=8, whole=True) == 8
-    with pytest.raises(NumberProblem, match="expected an integer"):
+    with pytest.raises(NumberProblem, match="expected a whole number"):
         check_number(2.0, minimum=1, maximum=8, whole=True)
 
 

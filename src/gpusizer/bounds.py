@@ -43,8 +43,19 @@ MAX_DAYS = 36_525
 
 
 class NumberProblem(ValueError):
-    """A number at the edge is of the wrong type, not finite or out of bounds; ``str(self)``
-    says what was expected and what came."""
+    """A number at the edge is of the wrong type, not finite or out of bounds.
+
+    Attributes:
+        expected: what was expected (``"expected a number <= 100"``), without the value, for
+            callers whose message adds the value themselves.
+        value: the value refused.
+
+    ``str(self)`` is ``"<expected>, got <value>"`` (a long value shortened).
+    """
+
+    def __init__(self, expected: str, value: object) -> None:
+        super().__init__(f"{expected}, got {_shown(value)}")
+        self.expected, self.value = expected, value
 
 
 def _shown(value: object) -> str:
@@ -72,16 +83,18 @@ def check_number(value: object, *, minimum: float | None = None, maximum: float 
     """
     kind = "an integer" if whole else "a number"
     if isinstance(value, bool):
-        raise NumberProblem(f"expected {kind}, not true/false")
+        raise NumberProblem(f"expected {kind}, not true/false", value)
+    if whole and isinstance(value, float) and math.isfinite(value):
+        raise NumberProblem("expected a whole number (an integer)", value)
     if not isinstance(value, int) and (whole or not isinstance(value, float)):
-        raise NumberProblem(f"expected {kind}, got {type(value).__name__} {_shown(value)}")
+        raise NumberProblem(f"expected {kind}, not {type(value).__name__}", value)
     if isinstance(value, float) and not math.isfinite(value):
-        raise NumberProblem(f"expected a finite number, got {value!r}")
+        raise NumberProblem("expected a finite number", value)
     if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
-        raise NumberProblem(f"expected {kind} {'>' if exclusive_minimum else '>='} {_bound(minimum)}, "
-                            f"got {_shown(value)}")
+        raise NumberProblem(f"expected {kind} {'>' if exclusive_minimum else '>='} "
+                            f"{_bound(minimum)}", value)
     if maximum is not None and value > maximum:
-        raise NumberProblem(f"expected {kind} <= {_bound(maximum)}, got {_shown(value)}")
+        raise NumberProblem(f"expected {kind} <= {_bound(maximum)}", value)
     return value
 
 
@@ -97,12 +110,12 @@ def number_from_text(text: str, **bounds: Any) -> int | float:
     try:
         exact = Decimal(text.strip())
     except InvalidOperation:
-        raise NumberProblem(f"expected a number, got {_shown(text)}") from None
+        raise NumberProblem("expected a number", text) from None
     if not exact.is_finite():
-        raise NumberProblem(f"expected a finite number, got {_shown(text)}")
+        raise NumberProblem("expected a finite number", text)
     maximum = bounds.get("maximum")
     if maximum is not None and exact > maximum:   # before float(): 1e400 would become inf
-        raise NumberProblem(f"expected a number <= {_bound(maximum)}, got {_shown(text)}")
+        raise NumberProblem(f"expected a number <= {_bound(maximum)}", text)
     value: int | float = int(exact) if exact == exact.to_integral_value() and "." not in text \
         and "e" not in text.lower() else float(exact)
     return check_number(value, **bounds)
