@@ -24,7 +24,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 __all__ = [
-    "MAX_COUNT", "MAX_BYTES", "MAX_PARAMETERS", "MAX_USD", "MAX_DAYS", "NumberProblem",
+    "MAX_COUNT", "MAX_BYTES", "MAX_PARAMETERS", "MAX_USD", "MAX_DAYS", "MAX_METRIC",
+    "NumberProblem",
     "check_number", "number_from_text", "bounded_float", "bounded_int",
 ]
 
@@ -40,6 +41,9 @@ MAX_USD = 10**12
 """Prices and budgets in USD (a trillion)."""
 MAX_DAYS = 36_525
 """Days of rental or of a campaign (100 years)."""
+MAX_METRIC = 10**15
+"""A quality metric's value or relative regression (a perplexity is at most the vocabulary size;
+accuracies are at most 1 or 100)."""
 
 
 class NumberProblem(ValueError):
