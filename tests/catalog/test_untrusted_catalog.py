@@ -91,3 +91,15 @@ def test_f23_a_good_spot_price_still_gives_a_spot_offer():
     offers, record = read_catalog_text(text, "x_vms.csv", days=3)
     assert [(o.spot, o.usd_per_hour) for o in offers] == [(False, 2.49), (True, 1.25)]
     assert record.skipped == ()
+
+
+def test_f3_plan_refuses_an_infinite_days_row_with_exit_2(tmp_path):
+    from ..conftest import run_cli
+    (tmp_path / "s.yaml").write_text("model: {parameters: 7000000000}\ntask: inference\n"
+                                     "weights: fp16\nbudget: {max_usd: 100, days: 3}\n")
+    (tmp_path / "c.yaml").write_text("- {id: a, provider: p, card: RTX 4090, cards: 1, days: .inf,"
+                                     " usd_per_hour: 0, available_from: '2025-01-01',"
+                                     " available_until: '2099-12-31'}\n")
+    p = run_cli("plan", str(tmp_path / "s.yaml"), "--catalog", str(tmp_path / "c.yaml"),
+                "--format", "json", check=2)
+    assert "row 1.days: expected a finite number" in p.stderr and "Traceback" not in p.stderr
