@@ -405,7 +405,7 @@ def quality(ctx: OfferContext) -> Criterion:
                      f"evaluate {runs} vs {reference} on the frozen corpus {q.corpus} "
                      f"({q.metric}, max_regression {q.max_regression:g}): `gpusizer quality "
                      f"run SHEET --candidate {runs}` after `gpusizer quality lock SHEET`",
-                     tuple(d.citation() for d, _ in proxies))
+                     tuple(d.citation() for d, _, _ in proxies))
 
 
 def _judged_on_sheet(res, q) -> tuple[float, str | None]:
