@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
-from ..bounds import MAX_BYTES, MAX_METRIC, bounded_float, bounded_int
+from ..bounds import MAX_BYTES, MAX_METRIC, bounded_float
 from ..errors import EvidenceError, GpusizerError
 from ..memory.items import ONE_SHOT_PHASES
 
@@ -31,7 +31,7 @@ __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "Ev
            "citation_key"]
 
 
-NonNegative = bounded_int(minimum=0, maximum=MAX_BYTES)
+NonNegative = Annotated[int, Field(strict=True, ge=0, le=MAX_BYTES)]
 """Counters and dimensions: integers in [0, 2**128] (a negative byte count is malformed
 evidence; ``gpusizer.bounds``)."""
 MetricValue = bounded_float(minimum=-MAX_METRIC, maximum=MAX_METRIC)
@@ -56,7 +56,7 @@ class Scope(_Strict):
     offer_id: str | None = None
     provider: str | None = None
     card: str | None = None
-    device_bytes: bounded_int(minimum=1, maximum=MAX_BYTES) | None = None  # type: ignore[valid-type]
+    device_bytes: Annotated[int, Field(strict=True, gt=0, le=MAX_BYTES)] | None = None
     environment: Environment = Environment()
 
 
