@@ -101,7 +101,7 @@ def test_f21_usual_margins_keep_their_echo_and_hash():
     assert parse_sheet_text(BARE).margin.of(25_757_220_864) == 1_287_861_044  # ⌈5 % of it⌉
 
 
-# --- F19: no bool for a number, no 1 for true ------------------------------------------------------
+# --- F19: no bool for a number, no 1 for true -----------------------------------------------
 
 @pytest.mark.parametrize("block, field", [
     ("quality: {corpus: eval.jsonl, max_regression: true}\n", "quality.max_regression"),
@@ -126,7 +126,7 @@ def test_f19_one_is_not_true():
                             ).quantization.prequantized is True
 
 
-# --- F20: floats are finite and bounded ------------------------------------------------------------
+# --- F20: floats are finite and bounded -----------------------------------------------------
 
 TRAIN = ("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: lora\nweights: bf16\n"
          "training: {sequence_length: 512, microbatch: 1, lora: {alpha: ALPHA}}\n")

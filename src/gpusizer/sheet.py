@@ -74,7 +74,7 @@ class Margin(BaseModel):
     ``bytes``. Exactly one is given; percent is in [0, 100), bytes in [0, MAX_BYTES].
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
     percent: Decimal | None = None
     bytes: Annotated[int, Field(strict=True, ge=0, le=MAX_BYTES)] | None = None
 
@@ -168,7 +168,8 @@ class ModelRef(_Block):
     path: str | None = None
     """Folder holding config.json (and safetensors headers or index); a relative path is read
     from the sheet's folder."""
-    parameters: bounded_int(minimum=1, maximum=MAX_PARAMETERS) | None = None  # type: ignore[valid-type]
+    parameters: (bounded_int(minimum=1, maximum=MAX_PARAMETERS)  # type: ignore[valid-type]
+                 | None) = None
     """A bare dense parameter count (the seed's calculator: weights only, no architecture)."""
     trust_remote_code: StrictBool = False
     """Remote model code is never executed unless true (gpusizer itself counts families from
@@ -221,8 +222,8 @@ class Inference(_Block):
     """Positions whose logits the forward keeps: last (generate) or all (a plain forward)."""
     length_negotiable: StrictBool = False
     """Whether an alternative may shorten the length (R10)."""
-    gpu_memory_utilization: bounded_float(minimum=0, exclusive_minimum=True,  # type: ignore[valid-type]
-                                          maximum=1) = 0.9
+    gpu_memory_utilization: bounded_float(  # type: ignore[valid-type]
+        minimum=0, exclusive_minimum=True, maximum=1) = 0.9
     """vllm only: fraction of the device total vLLM takes as its budget (0 < x <= 1)."""
     max_num_batched_tokens: PositiveInt = 8192
     """vllm only: tokens scheduled in one step, the profile run's token count (tokens; vLLM

@@ -9,7 +9,8 @@ import pytest
 from gpusizer.catalog.offers import read_catalog_text
 from gpusizer.errors import CatalogError
 
-HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice\n"
+HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,"
+          "SpotPrice\n")
 
 
 @pytest.mark.parametrize("field, value", [

@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from ..bounds import (MAX_COUNT, MAX_DAYS, MAX_USD, NumberProblem, check_number,
                       number_from_text)
