@@ -277,3 +277,25 @@ def test_computing_opens_no_file_but_the_packages_own_data(monkeypatch):
     pipeline.alternatives(plan_inputs, today=TODAY)
     data = str(Path(gpusizer.__file__).parent / "data")
     assert [f for f in opened if not f.startswith(data)] == []
+
+
+@pytest.mark.parametrize(("call", "field", "words"), [
+    (lambda s: api.estimate(s, card=4090), "card", "expected a card name (str) or a gpusizer "
+                                                   "Card, got int"),
+    (lambda s: api.fit(s, card=None), "card", "got NoneType"),
+    (lambda s: api.plan(s, catalogs=42), "catalogs", "got int"),
+    (lambda s: api.plan(s, catalogs=[]), "catalogs", "an empty sequence gives no offer"),
+    (lambda s: api.plan(s, today="2026-12-01"), "today", "expected a datetime.date, got str"),
+    (lambda s: api.alternatives(s, today=20261201), "today", "got int"),
+])
+def test_an_argument_of_the_wrong_kind_is_an_argument_error_naming_it(call, field, words):
+    from gpusizer.errors import ArgumentError
+    with pytest.raises(ArgumentError) as exc:
+        call(REPO_ROOT / "examples/llama-3.1-8b-serving.yaml")
+    assert exc.value.field == field and words in str(exc.value)
+
+
+def test_a_datetime_counts_as_its_date():
+    sheet = REPO_ROOT / "examples/llama-3.1-8b-serving.yaml"
+    assert api.plan(sheet, today=dt.datetime(2026, 12, 1, 23, 59)).to_json() == \
+        api.plan(sheet, today=dt.date(2026, 12, 1)).to_json()

@@ -157,3 +157,9 @@ def test_today_pins_the_budget_date_and_a_bad_date_exits_2():
     a = cli_json("plan", "examples/seed-7b-fp16.yaml", "--today", "2026-12-01")
     b = cli_json("plan", "examples/seed-7b-fp16.yaml", "--today", "2026-12-01")
     assert a == b
+
+
+@pytest.mark.parametrize("text", ["20261201", "2026-W49-2", "2026-12-1"])
+def test_today_is_only_the_iso_calendar_form(text):
+    proc = run_cli("plan", "examples/seed-7b-fp16.yaml", "--today", text, check=2)
+    assert proc.stderr.strip() == f"error: --today: {text!r} is not a date; expected YYYY-MM-DD"

@@ -13,7 +13,7 @@ from gpusizer.simulate import errors as simulate_errors
 # harness refusal of the sheet) are 2; the Hub unreachable, a missing extra, a harness failure
 # and an unavailable format are 1.
 EXPECTED = {
-    "GpusizerError": 1, "SheetError": 2, "ModelError": 2, "UnknownArchitectureError": 2,
+    "GpusizerError": 1, "ArgumentError": 2, "SheetError": 2, "ModelError": 2, "UnknownArchitectureError": 2,
     "CatalogError": 2, "UnknownCardError": 2, "EvidenceError": 2, "HubError": 1,
     "ModelNotFoundError": 2, "QualityError": 2, "CriteriaMovedError": 2, "CorpusError": 2,
     "SampleTooLongError": 2, "LmEvalMismatchError": 2, "FormatUnavailableError": 1,

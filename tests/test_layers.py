@@ -8,7 +8,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpusizer"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("units", "errors", "yaml_reader", "input_files"),
+    ("units", "errors", "yaml_reader", "bounds", "input_files"),
     ("formats",),
     ("sheet",),
     ("model",),

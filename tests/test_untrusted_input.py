@@ -119,7 +119,7 @@ def test_deep_or_huge_json_evidence_is_one_line(tmp_path: Path, body: bytes,
 def test_json_at_the_depth_limit_is_read() -> None:
     body = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert parse_json(body, "evidence file", EvidenceError) is not None
-    assert parse_json("9" * MAX_INT_DIGITS, "evidence file", EvidenceError) == int("9" * 64)
+    assert parse_json("9" * MAX_INT_DIGITS, "evidence file", EvidenceError) == int("9" * 1000)
 
 
 @pytest.mark.parametrize("body", [DEEP, ('{"x": %s}' % HUGE_INT).encode()])
@@ -139,7 +139,7 @@ def test_a_huge_yaml_integer_is_one_line(tmp_path: Path) -> None:
     sheet = tmp_path / "s.yaml"
     sheet.write_text(SEED + f"budget: {{max_usd: {HUGE_INT}}}\n")
     err = _one_line(run_cli("plan", str(sheet), check=2))
-    assert f"an integer of 4401 digits at line 4 (at most {MAX_INT_DIGITS} accepted)" in err
+    assert "an integer of 4401 digits at line 4 (at most 1000 accepted)" in err
 
 
 # --- F10: YAML aliases and merge keys refused by name before expansion ------------------------

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Union
 from . import pipeline
 from .catalog.types import Card
 from .decision.alternatives import AlternativesResult
+from .errors import ArgumentError
 from .pipeline import EstimateResult, FitAnswer, PlanResult, SheetSource
 
 if TYPE_CHECKING:
@@ -129,11 +130,57 @@ class AlternativesReport:
         return alternatives_document(self.result)
 
 
-def _card(card: CardLike | None) -> Card | None:
-    if card is None or isinstance(card, Card):
+def _card(card: CardLike | None, *, required: bool = False) -> Card | None:
+    """``card`` as a :class:`Card`.
+
+    Raises:
+        ArgumentError: neither a card name (str) nor a ``Card`` (None only where optional).
+        UnknownCardError: a name that names no card.
+    """
+    if card is None and not required:
+        return None
+    if isinstance(card, Card):
         return card
+    if not isinstance(card, str):
+        raise ArgumentError(f"expected a card name (str) or a gpusizer Card, got "
+                            f"{type(card).__name__}", field="card", value=card)
     from .catalog.cards import require_card
     return require_card(card)
+
+
+def _today(today: dt.date | None) -> dt.date | None:
+    """``today`` as a date (a ``datetime`` counts as its date).
+
+    Raises:
+        ArgumentError: anything else than None, a ``date`` or a ``datetime``.
+    """
+    if today is None:
+        return None
+    if isinstance(today, dt.datetime):
+        return today.date()
+    if isinstance(today, dt.date):
+        return today
+    raise ArgumentError(f"expected a datetime.date, got {type(today).__name__}", field="today",
+                        value=today)
+
+
+def _catalogs(catalogs):
+    """``catalogs`` as given, checked for its kind: None (the bundled seed catalog), one row
+    (a mapping), text, a path, or a non-empty sequence of those.
+
+    Raises:
+        ArgumentError: another kind, or an empty sequence (no offer to classify).
+    """
+    if catalogs is None or isinstance(catalogs, (str, os.PathLike, Mapping)):
+        return catalogs
+    if not isinstance(catalogs, Sequence) or isinstance(catalogs, (bytes, bytearray)):
+        raise ArgumentError("expected catalog rows (mappings), catalog text (str) or paths, or a "
+                            f"sequence of those; got {type(catalogs).__name__}",
+                            field="catalogs", value=catalogs)
+    if not catalogs:
+        raise ArgumentError("an empty sequence gives no offer to classify; pass None for the "
+                            "bundled seed catalog", field="catalogs", value=[])
+    return catalogs
 
 
 def _folder(base_dir: Folder | None) -> Path | None:
@@ -169,9 +216,11 @@ def plan(sheet: SheetSource, *, catalogs: Sequence[CatalogSource] | CatalogSourc
         EvidenceError: a malformed evidence document (its name and field).
         SimulateExtraMissing: ``simulate`` without torch, transformers and peft.
     """
+    day = _today(today)
     s, folder = pipeline.read_sheet(sheet, base_dir=_folder(base_dir))
-    inputs = pipeline.load_plan_inputs(s, catalogs=catalogs, evidence=evidence, base_dir=folder)
-    return PlanReport(pipeline.plan(inputs, today=today, simulate=simulate))
+    inputs = pipeline.load_plan_inputs(s, catalogs=_catalogs(catalogs), evidence=evidence,
+                                       base_dir=folder)
+    return PlanReport(pipeline.plan(inputs, today=day, simulate=simulate))
 
 
 def fit(sheet: SheetSource, *, card: CardLike, base_dir: Folder | None = None) -> FitAnswer:
@@ -183,7 +232,8 @@ def fit(sheet: SheetSource, *, card: CardLike, base_dir: Folder | None = None) -
         UnknownCardError, ModelError, UnknownArchitectureError, HubError: as :func:`estimate`.
     """
     s, folder = pipeline.read_sheet(sheet, base_dir=_folder(base_dir))
-    return pipeline.fit(pipeline.load_sheet_inputs(s, base_dir=folder), _card(card))
+    return pipeline.fit(pipeline.load_sheet_inputs(s, base_dir=folder),
+                        _card(card, required=True))
 
 
 def simulate(sheet: SheetSource, *, card: CardLike | None = None,
@@ -215,6 +265,8 @@ def alternatives(sheet: SheetSource, *,
     Raises:
         As :func:`plan`.
     """
+    day = _today(today)
     s, folder = pipeline.read_sheet(sheet, base_dir=_folder(base_dir))
-    inputs = pipeline.load_plan_inputs(s, catalogs=catalogs, evidence=evidence, base_dir=folder)
-    return AlternativesReport(pipeline.alternatives(inputs, today=today))
+    inputs = pipeline.load_plan_inputs(s, catalogs=_catalogs(catalogs), evidence=evidence,
+                                       base_dir=folder)
+    return AlternativesReport(pipeline.alternatives(inputs, today=day))

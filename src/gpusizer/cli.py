@@ -11,8 +11,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import (CatalogError, EvidenceError, GpusizerError, MeasureUnsupportedError,
-                     ModelError, ModelNotFoundError, QualityError, SheetError, shown_path)
+from .errors import (ArgumentError, CatalogError, EvidenceError, GpusizerError,
+                     MeasureUnsupportedError, ModelError, ModelNotFoundError, QualityError,
+                     SheetError, shown_path)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size GPU memory for an LLM workload and classify GPU offers "
@@ -33,6 +34,7 @@ class MemFmt(str, Enum):
 EXIT_CODES: dict[type[GpusizerError], int] = {
     MeasureUnsupportedError: 2,  # a MeasureError, but the sheet asks what this machine cannot run
     ModelNotFoundError: 2,  # a HubError, but the id or revision is wrong
+    ArgumentError: 2,
     SheetError: 2,  # and simulate's SimulationError, UnsupportedBySimulation
     ModelError: 2,
     CatalogError: 2,
@@ -164,7 +166,10 @@ def _today(text: Optional[str]):
     if text is None:
         return None
     import datetime as dt
+    import re
     try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError(text)
         return dt.date.fromisoformat(text)
     except ValueError:
         typer.echo(f"error: --today: {text!r} is not a date; expected YYYY-MM-DD", err=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 # helpers shown, shown_path and one_line are imported by name
 __all__ = [
     "GpusizerError",
+    "ArgumentError",
     "SheetError",
     "ModelError",
     "UnknownArchitectureError",
@@ -90,6 +91,12 @@ class GpusizerError(Exception):
         if field:
             prefix += f"{one_line(field)[:SHOWN_CHARS * 2]}: "
         super().__init__(prefix + self.reason)
+
+
+class ArgumentError(GpusizerError, ValueError):
+    """A library call's argument (or a command-line option) of the wrong kind or value: a date
+    that is not a date, a card that is neither a name nor a ``Card``, catalogs that are neither
+    rows, texts nor paths. An input error; ``field`` names the argument."""
 
 
 class SheetError(GpusizerError, ValueError):

@@ -44,8 +44,10 @@ capped as its kind."""
 MAX_JSON_DEPTH = 64
 """The deepest nesting of JSON arrays/objects accepted (real documents nest < 10 levels)."""
 
-MAX_INT_DIGITS = 64
-"""The longest JSON integer accepted, in digits (a byte count of 10**30 has 31)."""
+MAX_INT_DIGITS = 1000
+"""The longest JSON integer accepted, in digits: far below the interpreter's 4,300-digit
+int-str limit and its quadratic parse, far above any real value (a float's range ends at 309
+digits), so a too large number reaches its field's own bound and message."""
 
 
 def check_regular(path: str | Path, kind: str, error: type[GpusizerError], *,

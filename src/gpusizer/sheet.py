@@ -13,12 +13,15 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, StrictBool,
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
+from .bounds import (MAX_BYTES, MAX_COUNT, MAX_DAYS, MAX_PARAMETERS, MAX_USD, bounded_float,
+                     bounded_int)
 from .errors import SheetError, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
@@ -62,41 +65,66 @@ def _parse_memory(value: Any) -> int:
 MemoryBytes = Annotated[int, BeforeValidator(_parse_memory), WithJsonSchema(_MEMORY_SCHEMA)]
 # Counts (tokens, sequences, ranks, GPUs) are at most 2**31 - 1: CUDA kernels index with 32-bit
 # integers in places, and no real workload comes near; a larger value is a typo, refused.
-PositiveInt = Annotated[int, Field(strict=True, ge=1, le=2**31 - 1)]
+PositiveInt = bounded_int(minimum=1, maximum=MAX_COUNT)
 
 
 class Margin(BaseModel):
     """Headroom kept free on a card: ``fits ⇔ device_peak_bytes + margin ≤ device_bytes``.
 
-    Either ``percent`` of the card's device bytes or an absolute ``bytes``.
+    Either ``percent`` of the card's device bytes (exact: a Decimal, never rounded) or an absolute
+    ``bytes``. Exactly one is given; percent is in [0, 100), bytes in [0, MAX_BYTES].
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    percent: float | None = None
-    bytes: int | None = None
+    percent: Decimal | None = None
+    bytes: Annotated[int, Field(strict=True, ge=0, le=MAX_BYTES)] | None = None
+
+    @model_validator(mode="after")
+    def _one_bounded(self) -> "Margin":
+        if (self.percent is None) == (self.bytes is None):
+            raise ValueError("expected exactly one of a percentage or a size")
+        if self.percent is not None and not (self.percent.is_finite()
+                                             and 0 <= self.percent < 100):
+            raise ValueError(f"expected a percentage in [0, 100), got {self.percent}")
+        return self
 
     def of(self, device_bytes: int) -> int:
-        """The margin in bytes for a card of ``device_bytes`` (a % rounds up to whole bytes)."""
+        """The margin in bytes for a card of ``device_bytes``: ``⌈percent × device_bytes / 100⌉``
+        computed exactly (a % rounds up to whole bytes), or ``bytes``."""
         if self.bytes is not None:
             return self.bytes
         assert self.percent is not None
-        return -(-int(round(self.percent * 1_000_000)) * device_bytes // 100_000_000)
+        with localcontext() as ctx:
+            ctx.prec = len(str(device_bytes)) + len(str(self.percent)) + 10
+            exact = self.percent * device_bytes / 100
+            return int(exact.to_integral_value(rounding=ROUND_CEILING))
 
     def __str__(self) -> str:
-        return f"{self.percent:g}%" if self.percent is not None else f"{self.bytes} B"
+        return f"{_percent_text(self.percent)}%" if self.percent is not None else f"{self.bytes} B"
+
+
+def _percent_text(percent: Decimal) -> str:
+    """``Decimal('5.0')`` → ``'5'``, ``Decimal('12.3456789')`` → ``'12.3456789'`` (every digit
+    given, no exponent: the echo and the sheet hash tell two margins apart)."""
+    return format(percent.normalize(), "f")
 
 
 def _parse_margin(value: Any) -> Any:
-    if isinstance(value, Margin) or isinstance(value, dict):
+    """The contract's string form only: ``'5%'`` (of the card's device bytes) or a size with a
+    unit (``'2 GiB'``); a mapping, a bare number or a boolean is refused."""
+    if isinstance(value, Margin):
         return value
-    if isinstance(value, str) and value.strip().endswith("%"):
+    if not isinstance(value, str):
+        raise ValueError("expected a percentage of the card's device bytes ('5%') or a memory "
+                         f"size with a unit ('2 GiB'), got {type(value).__name__} {value!r:.60}")
+    if value.strip().endswith("%"):
         number = value.strip()[:-1].strip()
         try:
-            pct = float(number)
-        except ValueError:
+            pct = Decimal(number)
+        except InvalidOperation:
             raise ValueError(f"expected a percentage such as '5%', got {value!r}") from None
-        if not 0 <= pct < 100:
-            raise ValueError(f"expected a percentage in [0, 100), got {value!r}")
+        if not pct.is_finite() or not 0 <= pct < 100 or not _DECIMAL_RE.match(number):
+            raise ValueError(f"expected a percentage in [0, 100) such as '5%', got {value!r}")
         return Margin(percent=pct)
     try:
         return Margin(bytes=parse_bytes(value))
@@ -105,9 +133,12 @@ def _parse_margin(value: Any) -> Any:
                          f"{exc.reason[len('expected '):] if exc.reason.startswith('expected ') else exc.reason}") from None
 
 
+_DECIMAL_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+"""A percentage's number: plain decimal digits (no sign, exponent, NaN or infinity)."""
+
 MarginField = Annotated[
     Margin, BeforeValidator(_parse_margin),
-    PlainSerializer(lambda m: f"{m.percent:g}%" if m.percent is not None else m.bytes),
+    PlainSerializer(lambda m: str(m) if m.percent is not None else m.bytes),
     WithJsonSchema({"type": "string", "description": "a percentage of the card's device bytes "
                     "('5%') or a memory size with a unit ('2 GiB')"}),
 ]
@@ -138,7 +169,8 @@ class ModelRef(_Block):
     path: str | None = None
     """Folder holding config.json (and safetensors headers or index); a relative path is read
     from the sheet's folder."""
-    parameters: Annotated[int, Field(strict=True, ge=1)] | None = None
+    parameters: (bounded_int(minimum=1, maximum=MAX_PARAMETERS)  # type: ignore[valid-type]
+                 | None) = None
     """A bare dense parameter count (the seed's calculator: weights only, no architecture)."""
     trust_remote_code: StrictBool = False
     """Remote model code is never executed unless true (gpusizer itself counts families from
@@ -157,7 +189,7 @@ class ModelRef(_Block):
 class Quantization(_Block):
     """``quantization``: how a quantized ``weights`` format is stored and computed."""
 
-    prequantized: Literal["auto", True, False] = "auto"
+    prequantized: Literal["auto"] | StrictBool = "auto"
     """auto: true when config.json has a quantization_config; true: the checkpoint already stores
     `weights` (no conversion at load); false: the weights are converted while loading."""
     group_size: PositiveInt = 128
@@ -191,7 +223,8 @@ class Inference(_Block):
     """Positions whose logits the forward keeps: last (generate) or all (a plain forward)."""
     length_negotiable: StrictBool = False
     """Whether an alternative may shorten the length (R10)."""
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    gpu_memory_utilization: bounded_float(  # type: ignore[valid-type]
+        minimum=0, exclusive_minimum=True, maximum=1) = 0.9
     """vllm only: fraction of the device total vLLM takes as its budget (0 < x <= 1)."""
     max_num_batched_tokens: PositiveInt = 8192
     """vllm only: tokens scheduled in one step, the profile run's token count (tokens; vLLM
@@ -230,7 +263,7 @@ class Lora(_Block):
 
     rank: PositiveInt = 16
     """Rank r of each adapter pair A (r × in), B (out × r)."""
-    alpha: Annotated[float, Field(ge=0)] = 0
+    alpha: bounded_float(minimum=0, maximum=MAX_COUNT) = 0  # type: ignore[valid-type]
     """Scaling numerator (update × alpha / r); 0: 2 × rank. Does not change memory."""
     targets: Annotated[str | list[str], BeforeValidator(_lora_targets),
                        WithJsonSchema({"anyOf": [{"enum": ["default", "all-linear"]},
@@ -304,7 +337,7 @@ class Training(_Block):
     bitsandbytes, transformers Adafactor)."""
     optimizer_impl: Literal["foreach", "fused", "for-loop"] = "foreach"
     """torch.optim implementation, which sets the optimizer step's temporary memory."""
-    validation_microbatch: Annotated[int, Field(strict=True, ge=0)] = 0
+    validation_microbatch: bounded_int(minimum=0, maximum=MAX_COUNT) = 0  # type: ignore[valid-type]
     """Sequences in one validation forward (sequences); 0: the same as microbatch."""
     export: Literal["none", "adapter", "merged", "full"] = "none"
     """What is saved at the end: none; adapter or merged (LoRA: the adapters, or the base with
@@ -345,7 +378,7 @@ class Quality(_Block):
     """perplexity (lower is better), exact_match or lm_eval:<task>/<metric> (higher is better)."""
     reference: str = "auto"
     """The format the candidate is compared with; auto: the checkpoint's stored format."""
-    max_regression: Annotated[float, Field(ge=0)] = 0.02
+    max_regression: bounded_float(minimum=0, maximum=1) = 0.02  # type: ignore[valid-type]
     """Largest allowed regression, relative, in the metric's worse direction (0.02 = 2 %)."""
 
     @field_validator("metric")
@@ -360,9 +393,11 @@ class Budget(_Block):
     """``budget``: the money and schedule limits (absent: the budget criterion stays
     to_confirm)."""
 
-    max_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    max_usd: bounded_float(minimum=0, exclusive_minimum=True,  # type: ignore[valid-type]
+                           maximum=MAX_USD) | None = None
     """Most the campaign may cost, all offers' prices included (USD)."""
-    days: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    days: bounded_float(minimum=0, exclusive_minimum=True,  # type: ignore[valid-type]
+                        maximum=MAX_DAYS) | None = None
     """Days of use the campaign needs (days); hourly prices are multiplied by 24 × days."""
     deadline: dt.date | None = None
     """Last day the work may end (YYYY-MM-DD)."""
@@ -421,7 +456,7 @@ class Sheet(_Block):
     reserve: MemoryBytes = 0
     """The user's declared reserve (a size with a unit); envelope = weights + reserve, never
     added to a peak."""
-    margin: MarginField = Margin(percent=5.0)
+    margin: MarginField = Margin(percent=Decimal(5))
     """Headroom kept free on a card: fits ⇔ device_peak_bytes + margin ≤ device_bytes; a % is of
     the card's device bytes."""
     inference: Inference | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation, localcontext
 
+from .bounds import MAX_BYTES
 from .errors import SheetError, shown
 
 __all__ = [
@@ -46,7 +47,9 @@ def parse_bytes(text: object, *, field: str = "memory") -> int:
         Bytes, an integer (a fractional byte count is an error, not rounded away).
 
     Raises:
-        SheetError: no unit, unknown unit, negative value, or a fractional byte count.
+        SheetError: no unit, unknown unit, negative value, a fractional byte count, or more than
+            ``bounds.MAX_BYTES`` (2**128 B: beyond any machine, and every figure stays a finite
+            float when shown in GiB).
     """
     if isinstance(text, bool) or isinstance(text, (int, float)):
         raise SheetError(
@@ -77,6 +80,9 @@ def parse_bytes(text: object, *, field: str = "memory") -> int:
     if not whole:
         raise SheetError(f"{text!r} is not a whole number of bytes ({exact} B): write it in a "
                          "smaller unit or in bytes", field=field, value=text)
+    if exact > MAX_BYTES:
+        raise SheetError(f"expected a memory size <= 2**128 B, got {text[:40]!r}"
+                         + ("…" if len(text) > 40 else ""), field=field, value=text)
     return int(exact)
 
 

@@ -38,8 +38,9 @@ _StrictLoader.yaml_implicit_resolvers = {
 }
 
 
-MAX_INT_DIGITS = 64
-"""The longest YAML integer accepted, in digits (a byte count of 10**30 has 31)."""
+MAX_INT_DIGITS = 1000
+"""The longest YAML integer accepted, in digits (as ``input_files.MAX_INT_DIGITS``: below the
+interpreter's 4,300-digit limit, above any real value, so a field's own bound names it)."""
 
 
 def _bounded_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:

@@ -65,10 +65,10 @@ def _clean(x: Any) -> Any:
 def invoke(*args: str) -> Any:
     """Run one CLI command; its JSON (volatile keys dropped) or ``{"exit": code}``.
 
-    ``simulate`` runs in a fresh process: its figures were seen to move by 1 024 B of
-    activations when PEFT's tests had run earlier in the same process (state left in
-    transformers/PEFT), and a golden figure must not depend on what ran before it. The other
-    commands import no torch and run in process (fast)."""
+    ``simulate`` runs in a fresh process, as a real run does (peft's first import in a process
+    once moved its figures by 1 024 B; ``tests/simulate/test_repeat.py`` now checks that a
+    simulation gives the same figures whatever ran before it). The other commands import no
+    torch and run in process (fast)."""
     if args[0] == "simulate":
         import subprocess
         proc = subprocess.run([sys.executable, "-m", "gpusizer.cli", *args], capture_output=True,

@@ -16,9 +16,12 @@ import pytest
 from gpusizer.model.config import facts_from_config
 from gpusizer.model.facts import ModelFacts
 
+from tests.conftest import SHARED
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MODELS_DIR = REPO_ROOT / ".." / "shared" / "data" / "models"
-SKIP_REASON = f"shared test data not found at {MODELS_DIR} (CI checks out shared/ beside the repo)"
+MODELS_DIR = SHARED / "data" / "models"
+SKIP_REASON = (f"shared test data not found at {MODELS_DIR} (CI checks out shared/ beside the "
+               "repo; GPUSIZER_SHARED points elsewhere)")
 
 
 def need_shared() -> Path:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
+from ..bounds import (MAX_COUNT, MAX_DAYS, MAX_USD, NumberProblem, check_number,
+                      number_from_text)
 from ..errors import CatalogError, SheetError
 from ..units import parse_bytes
 from .row_errors import catalog_error_from
@@ -28,6 +31,16 @@ CONTRACT_KEYS: tuple[str, ...] = (
     "available_until", "host_ram", "storage", "interconnect", "environment", "spot", "document",
     "version",
 )
+
+
+_NUMBER_BOUNDS: dict[str, dict[str, Any]] = {
+    "cards": {"maximum": MAX_COUNT, "whole": True},
+    "days": {"maximum": MAX_DAYS},
+    "total_usd": {"maximum": MAX_USD},
+    "usd_per_hour": {"maximum": MAX_USD},
+}
+"""The catalog's number keys and their upper bounds (``gpusizer.bounds``); the lower bounds are
+the fields' own (``cards >= 1``, ``days > 0``, prices ``>= 0``)."""
 
 
 class OfferRow(BaseModel):
@@ -56,11 +69,28 @@ class OfferRow(BaseModel):
     document: str | None = None
     version: str | None = None
 
-    @field_validator("cards", "days", "total_usd", "usd_per_hour", mode="before")
+    @field_validator(*_NUMBER_BOUNDS, mode="before")
     @classmethod
-    def _no_bool_numbers(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise ValueError("expected a number, not true/false")
+    def _number(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every number through ``gpusizer.bounds`` (YAML values and CSV text alike): no
+        true/false, no NaN or infinity, bounded."""
+        if value is None:
+            return None
+        bounds = _NUMBER_BOUNDS[info.field_name]
+        try:
+            return (number_from_text(value, **bounds) if isinstance(value, str)
+                    else check_number(value, **bounds))
+        except NumberProblem as exc:
+            raise ValueError(exc.expected) from None
+
+    @field_validator("spot", mode="before")
+    @classmethod
+    def _flag(cls, value: Any) -> Any:
+        """true or false (a CSV cell says ``true``/``false``); 1 is not true."""
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r:.40}")
         return value
 
     @field_validator("id", "version", "document", "provider", "card", mode="before")

@@ -26,6 +26,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from ..bounds import MAX_BYTES, MAX_COUNT, MAX_USD, NumberProblem, number_from_text
 from ..errors import CatalogError
 from ..input_files import read_input
 from ..units import GiB, MiB, fmt_bytes
@@ -150,19 +151,32 @@ def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
                   "disagree")
 
 
-def _number(text: str) -> float | None:
+def _price(text: str) -> float | None:
+    """A USD-per-hour cell through ``gpusizer.bounds`` (finite, 0 ≤ price ≤ MAX_USD), or None."""
     try:
-        return float(text)
-    except ValueError:
+        return float(number_from_text(text, minimum=0, maximum=MAX_USD))
+    except NumberProblem:
         return None
 
 
+def _count(text: str) -> int | None:
+    """A GPU count cell: a whole number in [1, MAX_COUNT], or None."""
+    try:
+        value = number_from_text(text, minimum=1, maximum=MAX_COUNT)
+    except NumberProblem:
+        return None
+    return int(value) if float(value).is_integer() else None
+
+
 def _host_ram_bytes(text: str) -> int | None:
+    """``MemoryGiB`` as whole bytes (finite, 0 ≤ bytes ≤ MAX_BYTES), or None."""
     try:
         exact = Decimal(text) * GiB
     except InvalidOperation:
         return None
-    return int(exact) if exact == exact.to_integral_value() and exact >= 0 else None
+    if not exact.is_finite() or not 0 <= exact <= MAX_BYTES:
+        return None
+    return int(exact) if exact == exact.to_integral_value() else None
 
 
 class _Reader:
@@ -203,14 +217,14 @@ class _Reader:
                                            instance_type))
             return
         price_text = cells.get("Price", "")
-        price = _number(price_text) if price_text else None
-        if price is None or price < 0:
+        price = _price(price_text) if price_text else None
+        if price is None:
             reason = ("no Price (the on-demand price is not listed)" if not price_text
                       else f"Price {price_text!r} is not a price >= 0")
             self.skipped.append(SkippedRow(number, reason, instance_type))
             return
-        count_value = _number(cells.get("AcceleratorCount", ""))
-        if count_value is None or not count_value.is_integer() or count_value < 1:
+        count_value = _count(cells.get("AcceleratorCount", ""))
+        if count_value is None:
             self.skipped.append(SkippedRow(
                 number, f"AcceleratorCount {cells.get('AcceleratorCount', '')!r} is not a whole "
                         "number >= 1", instance_type))
@@ -227,6 +241,9 @@ class _Reader:
         canonical, how_card = self._card(accelerator, instance_type, memory_bytes)
         notes.append(how_card)
         host_ram = _host_ram_bytes(cells["MemoryGiB"]) if cells.get("MemoryGiB") else None
+        if cells.get("MemoryGiB") and host_ram is None:
+            notes.append(f"MemoryGiB {cells['MemoryGiB'][:40]!r} is not a whole number of bytes "
+                         "between 0 and 2**128: host RAM unknown")
         region = cells.get("Region") or None
         base_id = f"{self.provider}/{instance_type}/{region or 'no-region'}"
         interconnect = "nvlink" if "nvlink" in accelerator.lower() else None
@@ -240,10 +257,11 @@ class _Reader:
                         notes=tuple(notes + [self._price_note(price)]), **common))
         self._discrepancy(offer_id, canonical, memory_bytes)
         spot_text = cells.get("SpotPrice", "")
-        spot = _number(spot_text) if spot_text else None
+        spot = _price(spot_text) if spot_text else None
         if spot_text and spot is None:
-            self.skipped.append(SkippedRow(number, f"SpotPrice {spot_text!r} is not a number; "
-                                                   "no spot offer", instance_type))
+            self.skipped.append(SkippedRow(number, f"SpotPrice {spot_text[:40]!r} is not a finite "
+                                                   "price >= 0 USD/h; no spot offer",
+                                           instance_type))
         elif spot is not None and spot > 0:
             spot_id = self._unique_id(f"{base_id}-spot", number)
             self.offers.append(Offer(id=spot_id, usd_per_hour=spot, total_usd=self._total(spot), spot=True,

@@ -84,13 +84,26 @@ def _in_card_scope(doc: EvidenceDoc, ctx: OfferContext) -> bool:
 
 
 def _limit_rung(ctx: OfferContext):
-    for doc in ctx.evidence.of_kind("measurement"):
-        if not _in_card_scope(doc, ctx):
-            continue
-        for rung in doc.rungs:
-            if rung.name == "limit":
-                return doc, rung
-    return None, None
+    """The worst in-scope ``limit`` rung of every measurement (not the first): an OOM, then a
+    failure, a truncation, a pass short of the required dimensions, then the pass with the
+    largest measured device bytes; ``(None, None)`` when there is none."""
+    rungs = [(doc, rung) for doc in ctx.evidence.of_kind("measurement")
+             if _in_card_scope(doc, ctx) for rung in doc.rungs if rung.name == "limit"]
+    if not rungs:
+        return None, None
+    return min(rungs, key=lambda dr: _rung_rank(dr[1], ctx.required))
+
+
+_RESULT_RANK = {"oom": 0, "failed": 1, "truncated": 2}
+
+
+def _rung_rank(rung, required: dict[str, int]) -> tuple[int, int]:
+    """Sort key, worst first: result, then a shortfall, then the larger measured bytes."""
+    if rung.result in _RESULT_RANK:
+        return _RESULT_RANK[rung.result], 0
+    measured = [(p.max_memory_reserved_bytes or 0) + (p.non_torch_bytes or 0)
+                for p in rung.phases]
+    return (3 if _shortfall(rung, required) else 4), -max(measured, default=0)
 
 
 def _oom_rung(ctx: OfferContext):
@@ -169,24 +182,23 @@ def _own_environment(doc: EvidenceDoc, ctx: OfferContext) -> bool:
 def _own_environment_measurement(ctx: OfferContext) -> Criterion | None:
     """A measurement whose limit rung ran to the end in the offer's own environment and on its
     card verifies the combination it ran (acceptable); one that failed there for a reason other
-    than memory proves an incompatibility (exclude). A run elsewhere proves nothing here."""
-    for doc in ctx.evidence.of_kind("measurement"):
-        if not (_own_environment(doc, ctx) and _in_card_scope(doc, ctx)):
-            continue
-        for rung in doc.rungs:
-            if rung.name != "limit":
-                continue
-            env = doc.scope.environment
-            ran = ", ".join(f"{k} {v}" for k, v in (("torch", env.torch), ("cuda", env.cuda),
-                                                     ("driver", env.driver)) if v)
-            if rung.result == "passed":
-                return Criterion("acceptable", "the workload ran to the end in the offer's own "
-                                 f"environment ({env.image or ctx.offer.id}; {ran})", None,
-                                 (doc.citation(),))
-            if rung.result == "failed":
-                return Criterion("exclude", "the workload failed (not out of memory) in the "
-                                 f"offer's own environment in phase {rung.failed_phase}", None,
-                                 (doc.citation(),))
+    than memory proves an incompatibility (exclude), and wins over a pass in another document.
+    A run elsewhere proves nothing here."""
+    rungs = [(doc, rung) for doc in ctx.evidence.of_kind("measurement")
+             if _own_environment(doc, ctx) and _in_card_scope(doc, ctx)
+             for rung in doc.rungs if rung.name == "limit"]
+    for doc, rung in sorted(rungs, key=lambda dr: dr[1].result != "failed"):
+        env = doc.scope.environment
+        ran = ", ".join(f"{k} {v}" for k, v in (("torch", env.torch), ("cuda", env.cuda),
+                                                 ("driver", env.driver)) if v)
+        if rung.result == "passed":
+            return Criterion("acceptable", "the workload ran to the end in the offer's own "
+                             f"environment ({env.image or ctx.offer.id}; {ran})", None,
+                             (doc.citation(),))
+        if rung.result == "failed":
+            return Criterion("exclude", "the workload failed (not out of memory) in the "
+                             f"offer's own environment in phase {rung.failed_phase}", None,
+                             (doc.citation(),))
     return None
 
 
@@ -238,6 +250,16 @@ def memory(ctx: OfferContext) -> Criterion:
     judgement = judge_fit(ctx.estimate, device_bytes=device, margin_bytes=margin)
     if judgement.state == "does_not_fit" and judgement.certain:
         return judged_memory(judgement, ctx.card)
+    if not ctx.required:   # R11: no dimensions stated, so no measurement covers the workload
+        judged = judged_memory(judgement, ctx.card, simulated=ctx.simulated,
+                               estimate=ctx.estimate)
+        if rung is None:
+            return judged
+        return Criterion("to_confirm", judged.reason + "; a measurement exists but the sheet "
+                         "states no workload dimensions (no inference or training block), so it "
+                         "cannot show the real workload fits (R11)",
+                         "add an inference or training block with the real dimensions, then "
+                         "measure the limit rung at them", judged.evidence + (doc.citation(),))
     missing = _missing_phases(rung, ctx.sheet) if rung is not None else []
     if rung is not None and rung.result == "passed" and not _shortfall(rung, ctx.required) \
             and missing:
@@ -328,52 +350,81 @@ def quality(ctx: OfferContext) -> Criterion:
                          "declare quality: a frozen corpus, a metric and max_regression, then "
                          "`gpusizer quality lock SHEET`")
     reference = _reference_format(ctx)
-    runs = ctx.estimate.weights_format if ctx.estimate else ctx.sheet.weights
+    if ctx.card is None or ctx.estimate is None:   # F26: the card's rules are unknown
+        return Criterion("to_confirm", f"card {ctx.offer.card!r} is unknown to the card table: "
+                         "the format it runs is unknown (card rules can change it: bf16 → fp16 "
+                         "below compute capability 8.0, fp8 / mxfp4 dequantized)",
+                         "name the exact card model, then judge quality on the format it runs")
+    runs = ctx.estimate.weights_format
     if reference is not None and runs == reference:
         return Criterion("acceptable", f"runs the reference format {reference} unchanged: nothing "
                          "to regress", None,
                          ({"document": "workload sheet", "version": "sheet quality block",
                            "scope": f"reference {reference}"},))
     from ..evidence import quality_result
-    judged, proxies = [], []
+    judged, proxies, aside = [], [], []
     for doc in ctx.evidence.of_kind("quality"):
         res = quality_result(doc)
         if res.reference_format != reference:
             continue
-        if res.candidate_format == runs:
-            judged.append((doc, res))
-        elif res.proxy_for == runs:
-            proxies.append((doc, res))
+        if res.candidate_format != runs and res.proxy_for != runs:
+            continue
+        regression, why = _judged_on_sheet(res, q)
+        if why is not None:
+            aside.append(f"{doc.file or doc.document} set aside: {why}")
+        elif res.candidate_format == runs:
+            judged.append((doc, res, regression))
+        else:
+            proxies.append((doc, res, regression))
 
     def pct(x: float) -> str:
         return f"{100 * x:+.3g}%"
 
-    failed = [(d, r) for d, r in judged if not r.passed]
+    failed = [(d, r, g) for d, r, g in judged if g > q.max_regression]
     if failed:
-        doc, res = failed[0]
-        return Criterion("exclude", f"{runs} regresses {pct(res.regression)} on {res.metric} vs "
+        doc, res, reg = failed[0]
+        return Criterion("exclude", f"{runs} regresses {pct(reg)} on {q.metric} vs "
                          f"{reference} ({res.reference_value:.6g} → {res.candidate_value:.6g}): "
                          f"beyond the locked tolerance {q.max_regression:g}", None,
-                         tuple(d.citation() for d, _ in failed))
+                         tuple(d.citation() for d, _, _ in failed))
     if judged:
-        doc, res = max(judged, key=lambda dr: dr[1].regression)
-        return Criterion("acceptable", f"{runs} within tolerance of {reference}: {res.metric} "
+        doc, res, reg = max(judged, key=lambda drg: drg[2])
+        return Criterion("acceptable", f"{runs} within tolerance of {reference}: {q.metric} "
                          f"{res.reference_value:.6g} → {res.candidate_value:.6g}, regression "
-                         f"{pct(res.regression)} <= {q.max_regression:g} "
+                         f"{pct(reg)} <= {q.max_regression:g} "
                          f"({res.candidate_implementation})", None,
-                         tuple(d.citation() for d, _ in judged))
-    note = ""
+                         tuple(d.citation() for d, _, _ in judged))
+    note = "".join(f"; {a}" for a in aside)
     if proxies:
-        doc, res = proxies[0]
-        note = (f"; a {res.candidate_format} simulation regressed {pct(res.regression)} "
-                f"({'within' if res.passed else 'beyond'} tolerance) — a round-trip in "
-                "PyTorch, not the kernel that runs, so it does not decide")
+        doc, res, reg = proxies[0]
+        note += (f"; a {res.candidate_format} simulation regressed {pct(reg)} "
+                 f"({'within' if reg <= q.max_regression else 'beyond'} tolerance) — a "
+                 "round-trip in PyTorch, not the kernel that runs, so it does not decide")
     return Criterion("to_confirm", f"format {runs} not yet evaluated against the reference "
                      f"{reference or 'unknown'}{note}",
                      f"evaluate {runs} vs {reference} on the frozen corpus {q.corpus} "
                      f"({q.metric}, max_regression {q.max_regression:g}): `gpusizer quality "
                      f"run SHEET --candidate {runs}` after `gpusizer quality lock SHEET`",
-                     tuple(d.citation() for d, _ in proxies))
+                     tuple(d.citation() for d, _, _ in proxies))
+
+
+def _judged_on_sheet(res, q) -> tuple[float, str | None]:
+    """A quality document judged by the sheet's locked criteria, never by its own fields:
+    ``(regression, None)`` with the regression recomputed from the two values in the direction of
+    the sheet's metric, or ``(nan, why)`` when the document's metric, direction or tolerance is
+    not the sheet's (it judged other criteria). lm-eval metrics take their direction from
+    lm-eval's results file, which the document records."""
+    from ..evidence.regression import direction_of, relative_regression
+    if res.metric != q.metric:
+        return float("nan"), f"its metric {res.metric!r} is not the sheet's {q.metric!r}"
+    direction = res.direction if q.metric.startswith("lm_eval:") else direction_of(q.metric)
+    if res.direction != direction:
+        return float("nan"), (f"its direction {res.direction!r} is not {direction!r}, the "
+                              f"sheet's metric {q.metric}'s")
+    if res.max_regression != q.max_regression:
+        return float("nan"), (f"its max_regression {res.max_regression!r} is not the sheet's "
+                              f"{q.max_regression!r}")
+    return relative_regression(res.reference_value, res.candidate_value, direction), None
 
 
 def distribution(ctx: OfferContext) -> Criterion:
@@ -418,6 +469,9 @@ def distribution(ctx: OfferContext) -> Criterion:
               f" [needs: host RAM to load and disk = checkpoint {fmt_bytes(ctx.checkpoint_bytes)} "
               f"({ctx.checkpoint_source}): safetensors are memory-mapped, every page passes "
               "through host memory once; or the sheet's requirements if larger]")
+    if ctx.checkpoint_bytes is None:   # F4: nothing to compare host RAM and storage with
+        missing.append("the checkpoint's size (" + (ctx.checkpoint_source or "unknown")
+                       + "): host RAM and storage cannot be judged sufficient")
     if excl:
         return Criterion("exclude", "; ".join(excl) + basis, None, (_offer_doc(ctx),))
     if missing:
@@ -426,6 +480,15 @@ def distribution(ctx: OfferContext) -> Criterion:
                          "confirm " + "; ".join(missing), (_offer_doc(ctx),))
     return Criterion("acceptable", "placement, host RAM, storage and interconnect documented and "
                      "sufficient" + basis, None, (_offer_doc(ctx),))
+
+
+def _days_after(day: dt.date, days: float) -> dt.date | None:
+    """``day + days`` (the day after the work ends), or None past the calendar's end
+    (9999-12-31, the open-ended ``available_until``)."""
+    try:
+        return day + dt.timedelta(days=float(days))
+    except OverflowError:
+        return None
 
 
 def budget(ctx: OfferContext, today: dt.date | None = None) -> Criterion:
@@ -445,14 +508,19 @@ def budget(ctx: OfferContext, today: dt.date | None = None) -> Criterion:
     need_days = b.days or o.days
     if o.available_from is None or o.available_until is None:
         missing.append("an availability window (duration still hypothetical)")
+    elif need_days is None:
+        missing.append("the days the campaign needs (budget.days or the offer's days), to check "
+                       f"the window {o.available_from}..{o.available_until}")
     else:
         start = max(o.available_from, today or o.available_from)
-        end = start + dt.timedelta(days=float(need_days or 0))
-        if end > o.available_until + dt.timedelta(days=1):
+        end = _days_after(start, need_days)
+        last = None if end is None else end - dt.timedelta(days=1)   # the last day of work
+        if last is None or last > o.available_until:
             excl.append(f"window {o.available_from}..{o.available_until} is shorter than "
                         f"{need_days:g} days")
-        if b.deadline is not None and end > b.deadline + dt.timedelta(days=1):
-            excl.append(f"work would end {end} after the deadline {b.deadline}")
+        if b.deadline is not None and (last is None or last > b.deadline):
+            excl.append(f"work would end {end or 'after 9999-12-31'} after the deadline "
+                        f"{b.deadline}")
     if o.spot:
         missing.append("an uninterrupted schedule (spot lot: can be interrupted)")
     if excl:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
+from ..bounds import MAX_BYTES, MAX_METRIC, bounded_float
 from ..errors import EvidenceError, GpusizerError, shown
 from ..input_files import parse_json, read_input
 from ..memory.items import ONE_SHOT_PHASES
@@ -30,8 +31,11 @@ __all__ = ["Scope", "EvidenceDoc", "MeasuredPhase", "Rung", "load_evidence", "Ev
            "citation_key"]
 
 
-NonNegative = Annotated[int, Field(strict=True, ge=0)]
-"""Counters and dimensions: integers >= 0 (a negative byte count is malformed evidence)."""
+NonNegative = Annotated[int, Field(strict=True, ge=0, le=MAX_BYTES)]
+"""Counters and dimensions: integers in [0, 2**128] (a negative byte count is malformed
+evidence; ``gpusizer.bounds``)."""
+MetricValue = bounded_float(minimum=-MAX_METRIC, maximum=MAX_METRIC)
+"""A metric's value or a relative regression: finite (NaN and ±inf are malformed evidence)."""
 
 
 class _Strict(BaseModel):
@@ -52,7 +56,7 @@ class Scope(_Strict):
     offer_id: str | None = None
     provider: str | None = None
     card: str | None = None
-    device_bytes: Annotated[int, Field(strict=True, gt=0)] | None = None
+    device_bytes: Annotated[int, Field(strict=True, gt=0, le=MAX_BYTES)] | None = None
     environment: Environment = Environment()
 
 
@@ -145,11 +149,11 @@ class QualityResult(BaseModel):
     candidate_format: str
     candidate_implementation: str
     proxy_for: str | None = None
-    reference_value: float
-    candidate_value: float
-    regression: float
-    max_regression: Annotated[float, Field(ge=0)]
-    passed: bool
+    reference_value: MetricValue  # type: ignore[valid-type]
+    candidate_value: MetricValue  # type: ignore[valid-type]
+    regression: MetricValue  # type: ignore[valid-type]
+    max_regression: bounded_float(minimum=0, maximum=1)  # type: ignore[valid-type]
+    passed: StrictBool
 
     @model_validator(mode="after")
     def _consistent(self) -> "QualityResult":
@@ -212,14 +216,21 @@ class EvidenceSet:
 def measurement_set_aside(doc: EvidenceDoc) -> str | None:
     """Why a ``measurement`` document must not count, or None.
 
-    Set aside: a run with an injected fault (``injected_fault``, the protocol's own tests), and
-    a run whose rungs name a phase twice on the same GPU for a one-shot phase (a corrupted or
-    merged file). Its ``sheet_sha256`` is checked by :func:`load_evidence` like every kind's.
+    Set aside: a run with an injected fault (``injected_fault``, the protocol's own tests), a
+    document that names a rung twice (one run has one short, one typical and one limit rung: two
+    limit rungs are several runs merged, and reading the first would hide the other), and a run
+    whose rungs name a phase twice on the same GPU for a one-shot phase (a corrupted or merged
+    file). Its ``sheet_sha256`` is checked by :func:`load_evidence` like every kind's.
     """
     fault = doc.extra("injected_fault")
     if fault:
         return (f"measurement with an injected fault ({fault}): a test of the protocol, not of "
                 "the workload")
+    names = [rung.name for rung in doc.rungs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return (f"rung {twice[0]} appears {names.count(twice[0])} times: not one run (merge of "
+                "several files?)")
     for rung in doc.rungs:
         seen: set[tuple[str, int]] = set()
         for ph in rung.phases:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import QualityError
 
-__all__ = ["relative_regression", "within_tolerance"]
+__all__ = ["relative_regression", "within_tolerance", "direction_of"]
 
 
 def relative_regression(reference: float, candidate: float, direction: str) -> float:
@@ -34,3 +34,14 @@ def relative_regression(reference: float, candidate: float, direction: str) -> f
 def within_tolerance(regression: float, max_regression: float) -> bool:
     """``regression ≤ max_regression`` (both relative)."""
     return regression <= max_regression
+
+
+def direction_of(metric: str, lm_eval_higher: bool | None = None) -> str:
+    """The better direction of a sheet's ``quality.metric``: ``lower`` for perplexity; ``higher``
+    for exact_match and lm-eval metrics, unless lm-eval's results file marks the metric
+    lower-is-better (``lm_eval_higher`` False)."""
+    if metric == "perplexity":
+        return "lower"
+    if metric.startswith("lm_eval:") and lm_eval_higher is False:
+        return "lower"
+    return "higher"

@@ -27,6 +27,8 @@ compressed-tensors scheme with ``num_bits 8, type float``.
 
 from __future__ import annotations
 
+from ..bounds import MAX_COUNT, NumberProblem, check_number
+from ..errors import ModelError
 from .quant_config import PER_ROW, PER_TENSOR, QuantConfig, QuantParams, QuantSource
 from .record import Fallback, Matrices, Metadata, WeightFormat, ceil_div
 
@@ -50,21 +52,36 @@ def _metadata(m: Matrices, quant: QuantParams) -> Metadata:
                     "unknown: exact only when dims are multiples of the block)", n)
 
 
-def _block(value) -> tuple[int, int] | None:
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return int(value[0]), int(value[1])
-    return None
+def _block(value, key: str = "quantization_config.weight_block_size") -> tuple[int, int] | None:
+    """A stated ``[rows, cols]`` scale block: two integers in [1, 2**31 - 1]
+    (``gpusizer.bounds``; transformers divides by both). None when no block is stated.
+
+    Raises:
+        ModelError: a block that is not two such integers (``[0, 0]``, ``[-1, 128]``, ``[1.5, 2]``).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ModelError(f"expected [rows, cols], two integers >= 1, got {value!r:.60}",
+                         field=key, value=value)
+    try:
+        return tuple(int(check_number(v, minimum=1, maximum=MAX_COUNT, whole=True))
+                     for v in value)  # type: ignore[return-value]
+    except NumberProblem as exc:
+        raise ModelError(f"expected [rows, cols], two integers >= 1: {exc}", field=key,
+                         value=value) from None
 
 
 def _compressed_tensors_block(weights) -> tuple[int, int] | None:
     strategy = weights.get("strategy")
     group = weights.get("group_size")
     if strategy == "block":
-        return _block(weights.get("block_structure"))
+        return _block(weights.get("block_structure"),
+                      "quantization_config.config_groups.weights.block_structure")
     if strategy == "channel":
         return PER_ROW
-    if strategy == "group" and isinstance(group, int):
-        return (1, group)
+    if strategy == "group" and group is not None:
+        return _block([1, group], "quantization_config.config_groups.weights.group_size")
     if strategy == "tensor" or (strategy is None and group is None):
         return PER_TENSOR
     return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import SheetError
 from ..sheet import Sheet, required_dimensions
 
 __all__ = ["RungPlan", "SHORT_TOKENS", "build_ladder", "shortfall"]
@@ -38,12 +39,13 @@ def build_ladder(sheet: Sheet) -> list[RungPlan]:
     """The rungs for ``sheet`` in order (short, typical if given, limit).
 
     Raises:
-        ValueError: the sheet has no inference or training block (nothing to run).
+        SheetError: the sheet has no inference or training block (nothing to run).
     """
     limit = required_dimensions(sheet)
     if not limit:
-        raise ValueError("the sheet has no inference or training block: there is no workload "
-                         "to run (add inference.prompt_tokens/new_tokens or a training block)")
+        raise SheetError("the sheet has no inference or training block: there is no workload "
+                         "to run (add inference.prompt_tokens/new_tokens or a training block)",
+                         field="inference")
     short = {k: (min(v, SHORT_TOKENS) if k in _LENGTHS else 1 if k in _WIDTHS else v)
              for k, v in limit.items()}
     given = {k: v for k, v in sheet.measure.typical.model_dump().items() if v is not None}

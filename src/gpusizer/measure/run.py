@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..errors import ArgumentError
 from ..memory.items import required_phases
 from ..sheet import Sheet, canonical_json, sheet_sha256
 from .counters import DeviceCounters
@@ -167,11 +168,16 @@ def run_measurement(sheet: Sheet, out: str | Path, *, random_weights: bool,
         is recorded in the evidence (the ladder stops there), never raised.
 
     Raises:
+        SheetError: a sheet without an inference or training block (nothing to run).
+        ArgumentError: ``out`` exists and is not a folder.
         MeasureUnsupportedError: what this machine or harness cannot run (named field).
         MeasureError: the model could not be read.
     """
     fault = parse_injection(inject)
     rungs = build_ladder(sheet)
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ArgumentError(f"{str(out)!r} exists and is not a folder; expected a folder for the "
+                            "raw notes and the evidence", field="--out", value=str(out))
     config = load_config(sheet, Path(base_dir) if base_dir else None)
     d = init_distributed(sheet, device)
     preflight(sheet, d.device, random_weights=random_weights,

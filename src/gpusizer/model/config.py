@@ -42,6 +42,29 @@ read is recorded in ``ModelFacts.unrecognised_keys``. Family-specific lists live
 module's ``IGNORED_KEYS``."""
 
 
+def _refuse_unbuildable(arch, where: str) -> None:
+    """Refuse what transformers could not build, naming the key: query heads that the KV heads
+    do not divide (``repeat_kv`` repeats each KV head ``num_attention_heads //
+    num_key_value_heads`` times, LlamaAttention and its copies), and more routed experts per
+    token than experts (``torch.topk`` over the router's logits).
+
+    Raises:
+        ModelError: the key, its value and what was expected.
+    """
+    heads, kv = arch.num_attention_heads, arch.num_key_value_heads
+    if arch.mla is None and (kv > heads or heads % kv):
+        raise ModelError(f"{kv} KV heads do not divide the {heads} query heads: transformers "
+                         "repeats each KV head num_attention_heads // num_key_value_heads times; "
+                         f"expected a divisor of {heads}", field="num_key_value_heads", value=kv,
+                         file=where)
+    moe = arch.moe
+    if moe is not None and moe.experts_per_token > moe.num_experts:
+        raise ModelError(f"{moe.experts_per_token} experts per token out of {moe.num_experts} "
+                         f"experts: expected at most {moe.num_experts} (the router picks the "
+                         "top-k of its experts)", field="num_experts_per_tok",
+                         value=moe.experts_per_token, file=where)
+
+
 def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
                       revision: str | None, source: str, source_detail: str,
                       file: str | None = None,
@@ -63,8 +86,10 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
         are not read here (see ``safetensors_headers``).
 
     Raises:
-        ModelError: not a JSON object, ``model_type`` missing, or a required key missing or
-            mistyped (the error names the key and the file).
+        ModelError: not a JSON object, ``model_type`` missing, a required key missing or
+            mistyped, or a config transformers could not build (KV heads that do not divide the
+            query heads, more experts per token than experts); the error names the key and the
+            file.
         UnknownArchitectureError: no family counts this ``model_type``.
     """
     where = file or source_detail
@@ -77,6 +102,7 @@ def facts_from_config(config: Mapping[str, object], *, model_id: str | None,
     family = family_for(config["model_type"], file=where, has_auto_map=auto_map)
     reader = ConfigReader(config, file=where)
     arch = family.describe(reader)
+    _refuse_unbuildable(arch, where)
     side = side_files or {}
     dtype, fmt, fmt_note = stored_format(config, file=where, side=side)
     skipped = KEYS_WITHOUT_MEMORY_EFFECT | family.IGNORED_KEYS | reader.used

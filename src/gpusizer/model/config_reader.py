@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..bounds import MAX_COUNT, NumberProblem, check_number
 from ..errors import ModelError, shown
 
 __all__ = ["ConfigReader"]
 
 _MISSING = object()
+
+MAX_LAYERS = 4096
+"""Most decoder layers a config.json may state (the largest published models have 126-160):
+per-layer tuples are built from it, so an absurd count is refused before any work."""
+_MAXIMUM = {"num_hidden_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "num_layers": MAX_LAYERS}
+"""Keys with a tighter bound than every integer's ``bounds.MAX_COUNT``."""
 
 
 class ConfigReader:
@@ -122,8 +129,14 @@ class ConfigReader:
         return tuple(value)
 
     def _check_int(self, key: str, value: object, minimum: int) -> int:
+        """Through ``gpusizer.bounds``: an integer (not a bool) in [minimum, the key's maximum:
+        :data:`MAX_LAYERS` for layer counts, ``bounds.MAX_COUNT`` otherwise]."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(key, f"expected an integer >= {minimum}, got {shown(value)}", value)
         if value < minimum:
             raise self.error(key, f"expected an integer >= {minimum}, got {value}", value)
-        return value
+        try:
+            return int(check_number(value, minimum=minimum, maximum=_MAXIMUM.get(key, MAX_COUNT),
+                                    whole=True))
+        except NumberProblem as exc:
+            raise self.error(key, str(exc), value) from None

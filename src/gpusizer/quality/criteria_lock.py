@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import __version__
 from ..errors import CriteriaMovedError, QualityError
+from ..evidence.regression import direction_of
 from ..input_files import parse_json, read_input
 from ..sheet import Sheet, quality_criteria, quality_sha256
 from .corpus import file_sha256, read_corpus
@@ -92,12 +93,8 @@ def corpus_path(sheet: Sheet, base_dir: Path | None) -> Path:
 
 def metric_direction(metric: str, lm_eval_higher: bool | None = None) -> str:
     """``lower`` for perplexity; ``higher`` for exact_match and lm-eval metrics (unless the
-    results file marks the metric lower-is-better)."""
-    if metric == "perplexity":
-        return "lower"
-    if metric.startswith("lm_eval:") and lm_eval_higher is False:
-        return "lower"
-    return "higher"
+    results file marks the metric lower-is-better): ``evidence.regression.direction_of``."""
+    return direction_of(metric, lm_eval_higher)
 
 
 def resolve_reference(sheet: Sheet, *, base_dir: Path | None = None) -> str:

@@ -112,6 +112,15 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
     from .build import build_model
     from .gpu_rules import GpuRules
 
+    # Imported before the fake mode and the tracker open: a module's body runs once per
+    # process, at its first import, and the tensors it makes there are CPU tensors a GPU run
+    # never books. peft/tuners/loha/layer.py evaluates two ``scale=torch.tensor(1)`` default
+    # arguments (2 × 512 B); imported under the tracker (the first LoRA simulation of a
+    # process), they were counted as activations by that simulation alone and left fake in
+    # peft. transformers' modeling modules make no tensor at import (every family checked);
+    # tests/simulate/test_repeat.py fails if a first import moves a figure again.
+    import peft  # noqa: F401  (peft/__init__.py imports every tuner)
+
     start = time.perf_counter()
     tracker = LiveTracker()
     gpu = GpuRules(compute_capability, requested=sheet.attention, attention=rules.attention,
