@@ -56,7 +56,8 @@ def test_a_fifo_never_blocks(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text("{}")
     os.mkfifo(tmp_path / "m" / "model.safetensors")
-    with pytest.raises(ModelError, match="model.safetensors: the safetensors file is not a regular"):
+    with pytest.raises(ModelError,
+                       match="model.safetensors: the safetensors file is not a regular"):
         local_stored_tensors(tmp_path / "m")
 
 

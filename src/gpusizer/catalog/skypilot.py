@@ -326,7 +326,8 @@ def read_skypilot_csv(path: Path, *, days: float | None = None, provider: str | 
         that gave no offer.
 
     Raises:
-        CatalogError: unreadable file, not a regular file, over 64 MiB, or a header without the required columns.
+        CatalogError: unreadable file, not a regular file, over 64 MiB, or a header without the
+            required columns.
     """
     data = read_input(path, "catalog", CatalogError)
     try:
