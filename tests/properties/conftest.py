@@ -11,7 +11,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", derandomize=True, max_examples=40, deadline=None, print_blob=True,
+    "ci", derandomize=True, max_examples=100, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much])
 settings.register_profile(

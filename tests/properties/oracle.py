@@ -25,8 +25,10 @@ def size_bytes(text: Any) -> int | None:
     return None if m is None else int(float(m.group(1)) * UNIT[m.group(2)])
 
 
-def margin_bytes(margin: str, device_bytes: int) -> float:
+def margin_bytes(margin: str | int, device_bytes: int) -> float:
     """CONTRACT: ``margin`` (default 5%); a % is of device_bytes."""
+    if isinstance(margin, int):
+        return margin
     if margin.endswith("%"):
         return float(margin[:-1]) / 100 * device_bytes
     return size_bytes(margin) or 0
@@ -66,8 +68,8 @@ class Oracle:
 
     def _in_env(self, d) -> bool:
         s = d.get("scope") or {}
-        if s.get("offer_id") is not None:
-            return s["offer_id"] == self.row["id"]
+        if s.get("offer_id") is not None and s["offer_id"] == self.row["id"]:
+            return True
         return (s.get("provider") == self.row["provider"] and self.row.get("environment")
                 is not None and (s.get("environment") or {}).get("image")
                 == self.row.get("environment"))
@@ -151,6 +153,10 @@ class Oracle:
                 and self.row["usd_per_hour"] * 24 * days > b["max_usd"] * (1 + 1e-9):
             return False
         return "available_from" in self.row and "available_until" in self.row
+
+    def relevant(self, doc) -> bool:
+        """A document that can bear on this offer at all (this sheet, no injected fault)."""
+        return doc.get("sheet_sha256") == self.sha and not doc.get("injected_fault")
 
     def allows(self, criterion: str) -> bool:
         return getattr(self, criterion)()

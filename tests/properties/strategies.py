@@ -88,9 +88,12 @@ def valid_sheets(draw, *, quality: bool | None = None, budget: bool | None = Non
         weights = draw(st.sampled_from(["nf4", "fp4"]))
     elif task in ("lora", "full"):
         weights = draw(st.sampled_from(["bf16", "fp16", "fp32"]))
-    sheet: dict[str, Any] = {
-        "model": {"parameters": draw(st.integers(10**6, 2 * 10**10))},
-        "task": task, "weights": weights}
+    ids = ["meta-llama/Meta-Llama-3.1-8B", "Qwen/Qwen3-0.6B"]
+    if task == "inference" and draw(st.booleans()):
+        model: dict[str, Any] = {"parameters": draw(st.integers(10**6, 2 * 10**10))}
+    else:  # training needs the architecture: a hub id the bundled registry resolves offline
+        model = {"id": draw(st.sampled_from(ids))}
+    sheet: dict[str, Any] = {"model": model, "task": task, "weights": weights}
     if draw(st.booleans()):
         sheet["attention"] = draw(st.sampled_from(enum(None, "attention")))
     if draw(st.booleans()):

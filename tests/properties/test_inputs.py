@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 from .cli_run import TODAY, check_outcome, invoke
 from .normalise import differences, normalise
-from .strategies import (catalog_rows, config_variants, evidence_docs, mutated,
+from .strategies import (SCHEMA, catalog_rows, config_variants, evidence_docs, mutated,
                          safetensors_files, schema_sheets, valid_sheets)
 
 BASE = {"model": {"parameters": 1_000_000_000}, "task": "inference", "weights": "bf16",
@@ -31,7 +31,7 @@ def test_any_sheet_file(sheet):
     with tempfile.TemporaryDirectory() as d:
         f = _dump(Path(d) / "s.yaml", sheet)
         check_outcome(invoke(["plan", str(f), "--format", "json", "--today", TODAY]),
-                      names=("s.yaml",))
+                      names=("s.yaml", *SCHEMA["properties"]))
 
 
 @given(valid_sheets())
