@@ -58,8 +58,7 @@ class Oracle:
         self.sheet, self.sha, self.row = sheet, sha, row
         self.card, self.device = card, device_bytes
         self.today = today
-        self.docs = [d for d in docs if d.get("sheet_sha256") == sha
-                     and not d.get("injected_fault")]
+        self.docs = [d for d in docs if self.relevant(d)]
 
     def _on_card(self, d) -> bool:
         s = d.get("scope") or {}
@@ -155,8 +154,10 @@ class Oracle:
         return "available_from" in self.row and "available_until" in self.row
 
     def relevant(self, doc) -> bool:
-        """A document that can bear on this offer at all (this sheet, no injected fault)."""
-        return doc.get("sheet_sha256") == self.sha and not doc.get("injected_fault")
+        """A document that can bear on this offer at all: this sheet's, and not a measurement
+        with an injected fault (docs/evidence.md places that rule under `measurement`)."""
+        return doc.get("sheet_sha256") == self.sha and not (
+            doc.get("kind") == "measurement" and doc.get("injected_fault"))
 
     def allows(self, criterion: str) -> bool:
         return getattr(self, criterion)()
