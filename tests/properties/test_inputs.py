@@ -80,4 +80,5 @@ def test_any_evidence_folder(data):
         for i, doc in enumerate(docs):
             (ev / f"e{i}.json").write_text(json.dumps(doc))
         check_outcome(invoke(["plan", str(s), "--catalog", str(c), "--evidence", str(ev),
-                              "--format", "json", "--today", TODAY]), names=(".json", "ev", "offers.yaml"))
+                              "--format", "json", "--today", TODAY]),
+                      names=(".json", "ev", "offers.yaml"))
