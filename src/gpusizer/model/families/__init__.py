@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ...errors import UnknownArchitectureError
+from ...errors import UnknownArchitectureError, shown
 from . import (deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, gpt2, gpt_oss, llama,
                mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe)
 
@@ -49,10 +49,9 @@ def family_for(model_type: object, *, file: str, has_auto_map: bool = False) -> 
     module = FAMILIES.get(model_type) if isinstance(model_type, str) else None
     if module is not None:
         return module
-    hint = (" config.json has auto_map, but gpusizer never runs remote code;" if has_auto_map
+    hint = (" auto_map ignored: gpusizer never runs remote code;" if has_auto_map
             else "")
     raise UnknownArchitectureError(
-        f"unknown model_type {model_type!r}:{hint} gpusizer counts parameters for "
-        f"{', '.join(sorted(FAMILIES))}. Give model.parameters (a bare count) instead, or add a "
-        "family (src/gpusizer/model/families/README.md)",
+        f"{shown(model_type)} is unknown;{hint} known: {', '.join(sorted(FAMILIES))}; give "
+        "model.parameters instead",
         field="model_type", value=model_type, file=file)
