@@ -45,6 +45,36 @@ MAX_MESSAGE = 1000
 """The most characters of one error message (a list of several problems included)."""
 
 
+LISTED_CHARS = 160
+"""The most characters a list of several problems takes in one error line, so the whole line
+(``error: ``, the file's last 80 characters, the list) stays within 300 characters."""
+
+
+def listed(problems: list[str], *, limit: int = LISTED_CHARS, most: int | None = None,
+           names: list[str] | None = None) -> str:
+    """Several problems in one line: joined by ``"; "`` while they fit in ``limit`` characters
+    (the first always, cut to ``limit``) and number at most ``most``, then ``"; and N more"``
+    with the fields of the first few of those (``names``, one per problem) — the user sees how
+    many to fix and where, and the line stays short."""
+    out: list[str] = []
+    used = 0
+    for problem in problems:
+        cost = len(problem) + (2 if out else 0)
+        if out and (used + cost > limit or (most is not None and len(out) >= most)):
+            break
+        out.append(problem if out or len(problem) <= limit else problem[:limit - 1] + "…")
+        used += cost
+    rest = len(problems) - len(out)
+    if not rest:
+        return "; ".join(out)
+    where = ""
+    if names:
+        hidden = [n for n in names[len(out):] if n]
+        where = " (" + ", ".join(shown_name[:40] for shown_name in hidden[:3]) + \
+            (", …" if len(hidden) > 3 else "") + ")" if hidden else ""
+    return "; ".join(out) + f"; and {rest} more{where}"
+
+
 def shown(value: object) -> str:
     """``repr(value)`` (so control characters appear escaped), cut to :data:`SHOWN_CHARS`
     characters with a trailing ``…``."""

@@ -22,7 +22,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
 
 from .bounds import (MAX_BYTES, MAX_COUNT, MAX_DAYS, MAX_PARAMETERS, MAX_USD, bounded_float,
                      bounded_int)
-from .errors import SheetError, shown
+from .errors import SheetError, listed, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
 from .units import parse_bytes
@@ -641,7 +641,8 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
         if len(problems) == 1:
             path, reason, value = problems[0]
             raise SheetError(reason, file=file, field=path, value=value) from None
-        raise SheetError("; ".join(f"{path}: {reason}" for path, reason, _ in problems),
+        raise SheetError(listed([f"{path}: {reason}" for path, reason, _ in problems],
+                                names=[path for path, _, _ in problems]),
                          file=file, value=errors[0].get("input")) from None
 
 

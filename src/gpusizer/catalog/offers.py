@@ -22,7 +22,7 @@ from typing import Any, Literal, Union
 
 from ..input_files import read_input
 from ..yaml_reader import YamlProblem, decode_text, parse_yaml
-from ..errors import CatalogError
+from ..errors import CatalogError, listed
 from .catalog_file import CatalogFile, CatalogKind, sha256_hex
 from .offer_row import CONTRACT_KEYS, HOURS_PER_DAY, offer_from_mapping
 from .skypilot import is_skypilot_header, read_skypilot_text
@@ -93,8 +93,9 @@ MAX_ROW_ERRORS = 10
 
 
 def _every_row(rows, file: str) -> list[Offer]:
-    """Every row made an offer, or one CatalogError listing every bad row (the first
-    :data:`MAX_ROW_ERRORS`, then how many more): a user fixes them in one pass.
+    """Every row made an offer, or one CatalogError counting every bad row and listing the
+    first ones (at most :data:`MAX_ROW_ERRORS`, within ``errors.LISTED_CHARS``), then how many
+    more: a user sees them all at once and the line stays short.
 
     Args:
         rows: ``(row number, mapping)`` pairs.
@@ -108,10 +109,9 @@ def _every_row(rows, file: str) -> list[Offer]:
     if len(bad) == 1:
         raise bad[0]
     if bad:
-        listed = "; ".join(f"{e.field}: {e.reason}" if e.field else e.reason
-                           for e in bad[:MAX_ROW_ERRORS])
-        more = f"; and {len(bad) - MAX_ROW_ERRORS} more" if len(bad) > MAX_ROW_ERRORS else ""
-        raise CatalogError(f"{len(bad)} rows are invalid: {listed}{more}", file=file)
+        text = listed([f"{e.field}: {e.reason}" if e.field else e.reason for e in bad],
+                      most=MAX_ROW_ERRORS, names=[e.field or "" for e in bad])
+        raise CatalogError(f"{len(bad)} rows are invalid: {text}", file=file)
     return offers
 
 
