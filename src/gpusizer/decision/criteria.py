@@ -13,7 +13,7 @@ from typing import Literal
 
 from ..catalog.types import Card, Offer
 from ..evidence import EvidenceDoc, EvidenceSet
-from ..memory.fit_rule import FitJudgement, judge_fit
+from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -237,8 +237,8 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("to_confirm", ctx.card_note or f"card {ctx.offer.card!r} is unknown to "
                          "the card table: its memory is unknown (never guessed)",
                          "name the exact card model and its nvidia-smi memory.total")
-    device = int(ctx.card.device_bytes.value)
-    margin = ctx.sheet.margin.of(device)
+    judgement = judge_on_card(ctx.estimate, ctx.card, ctx.sheet.margin)
+    device, margin = judgement.device_bytes, judgement.margin_bytes
     doc, rung = _limit_rung(ctx)
     oom_doc, oom = _oom_rung(ctx)
     if oom is not None:
@@ -247,7 +247,6 @@ def memory(ctx: OfferContext) -> Criterion:
         return Criterion("exclude", f"out of memory {where} in phase "
                          f"{oom.failed_phase or 'unknown'} on {ctx.card.name}", None,
                          (oom_doc.citation(),))
-    judgement = judge_fit(ctx.estimate, device_bytes=device, margin_bytes=margin)
     if judgement.state == "does_not_fit" and judgement.certain:
         return judged_memory(judgement, ctx.card)
     if not ctx.required:   # R11: no dimensions stated, so no measurement covers the workload
