@@ -106,7 +106,7 @@ def test_read_input_reads_no_more_than_the_cap_plus_one(tmp_path: Path,
      f"nested deeper than {MAX_JSON_DEPTH} levels"),
     (('{"kind": "commercial", "document": "d", "version": "v", "x": %s}' % HUGE_INT).encode(),
      f"an integer of 4401 digits (at most {MAX_INT_DIGITS} accepted)"),
-])
+], ids=["100000-deep", "65-deep", "4401-digit-int"])
 def test_deep_or_huge_json_evidence_is_one_line(tmp_path: Path, body: bytes,
                                                 fragment: str) -> None:
     (tmp_path / "ev").mkdir()
@@ -117,13 +117,23 @@ def test_deep_or_huge_json_evidence_is_one_line(tmp_path: Path, body: bytes,
     assert "a.json: cannot read JSON (evidence file): refused, " + fragment in err
 
 
+def test_depth_is_measured_before_parsing_and_ignores_strings() -> None:
+    # brackets inside strings (escaped quotes included) do not count; 65 levels are refused
+    # before json.loads runs, so no interpreter recursion limit or stack size is involved
+    inside = '{"a": "[[[[\\"[[", "b": [1, {}]}'
+    assert parse_json(inside, "evidence file", EvidenceError) == {"a": '[[[[\"[[', "b": [1, {}]}
+    with pytest.raises(EvidenceError, match="nested deeper than 64 levels"):
+        parse_json("[" * 65 + "]" * 65, "evidence file", EvidenceError)
+
+
 def test_json_at_the_depth_limit_is_read() -> None:
     body = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert parse_json(body, "evidence file", EvidenceError) is not None
     assert parse_json("9" * MAX_INT_DIGITS, "evidence file", EvidenceError) == int("9" * 1000)
 
 
-@pytest.mark.parametrize("body", [DEEP, ('{"x": %s}' % HUGE_INT).encode()])
+@pytest.mark.parametrize("body", [DEEP, ('{"x": %s}' % HUGE_INT).encode()],
+                         ids=["100000-deep", "4401-digit-int"])
 def test_deep_or_huge_config_json_and_header(tmp_path: Path, body: bytes) -> None:
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_bytes(body)

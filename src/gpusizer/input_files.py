@@ -6,15 +6,18 @@ safetensors index, lock files, lm-eval results, corpora), so ``/dev/zero``, a FI
 to either is refused with one line instead of eating memory or hanging, and a file larger than
 its kind's cap is refused from its ``stat`` (at most cap + 1 bytes are ever read, in case it grows
 while read). :func:`parse_json` refuses nesting deeper than :data:`MAX_JSON_DEPTH` and integers
-longer than :data:`MAX_INT_DIGITS` digits with one line (the stdlib raises ``RecursionError`` and
-a bare ``ValueError``).
+longer than :data:`MAX_INT_DIGITS` digits with one line. The depth is measured by a linear scan
+before the stdlib parser runs, so a deep document never reaches the parser's recursion (whose
+``RecursionError`` or C-stack overflow would depend on the interpreter's limits and stack size).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+from itertools import accumulate
 from pathlib import Path
 
 from .errors import GpusizerError
@@ -122,6 +125,21 @@ class _JsonBound(ValueError):
     pass
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = str.maketrans({"[": "1", "{": "1", "]": "0", "}": "0"})
+
+
+def _text_depth(text: str) -> int:
+    """The deepest nesting of arrays/objects in JSON ``text``, brackets inside strings ignored;
+    a linear scan with no recursion (malformed text gives some number; the parser then reports
+    the syntax error)."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    return max(accumulate(1 if c == "1" else -1 for c in brackets.translate(_STEP)))
+
+
 def _depth_ok(value: object) -> None:
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
@@ -147,6 +165,9 @@ def parse_json(data: bytes | str, kind: str, error: type[GpusizerError],
     except UnicodeDecodeError as exc:
         raise error(f"the {kind} is not UTF-8 text (byte {exc.start}: {exc.reason})",
                     file=file) from None
+    if _text_depth(text) > MAX_JSON_DEPTH:
+        raise error(f"cannot read JSON ({kind}): refused, nested deeper than {MAX_JSON_DEPTH} "
+                    "levels", file=file)
     try:
         value = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
