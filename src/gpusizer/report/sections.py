@@ -136,8 +136,9 @@ def offer_sections(doc: dict[str, Any]) -> list[Section]:
     out = [Section("Offers", ("offer", "card (catalog)", "card (canonical)", "cards in lot",
                               "days", "total USD (lot, days)", "device memory (GiB per card)",
                               "verdict", "rank", *CRITERIA), tuple(rows),
-                   ("A provisional rank orders conditional offers by estimated margin, then cost; "
-                    "it is not a selection. Prices say nothing about speed.",))]
+                   ("A provisional rank orders the conditional offers estimated to fit by total cost, "
+                    "then headroom, then schedule; it is not a selection. Prices say nothing "
+                    "about speed.",))]
     lines = []
     for o in doc["offers"]:
         for c in CRITERIA:
