@@ -98,8 +98,11 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
             "conditional, provisional rank 1"
         cheaper = [o for o in offers if o is not best and o["verdict"] != "excluded"
                    and o["estimated_fit"] != "fits" and _cost(o) < _cost(best)]
-        out = [f"Answer: {best['id']} ({_card(best)}, {_usd(best)} USD) is the cheapest offer "
-               f"estimated to fit — {fit_words(doc, best)}; {what}.",
+        first = ("is the cheapest offer estimated to fit" if best["total_usd"] is not None else
+                 "ranks first among the offers estimated to fit (total USD unknown: declare "
+                 "budget.days; ranked by headroom)")
+        out = [f"Answer: {best['id']} ({_card(best)}, {_usd(best)} USD) {first} — "
+               f"{fit_words(doc, best)}; {what}.",
                "Left to confirm on it: " + (", ".join(left) + " (conditions below)" if left
                                             else "nothing") + "."]
         if cheaper:
