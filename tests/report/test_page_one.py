@@ -88,7 +88,8 @@ def test_readme_page_one_fits_sixty_lines_of_at_most_120_characters(readme_doc):
     # the shortlist: verdict, estimated fit, headroom, USD, open conditions
     assert ("| seed-rtx-6000-ada | RTX 6000 Ada × 1 | 55.71 | conditional (p1) | fits | 17.22 | - |"
             in lines)
-    assert "| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 | - |" in lines
+    assert ("| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 | - |"
+            in lines)
     # a condition both offers share is said once on page one, per offer under Details
     assert text.count("run the workload on this card at prompt_tokens=7168") == 1
     details = md.split("\n## Details\n")[1]
@@ -250,4 +251,5 @@ def test_a_view_lists_every_offer_under_details_unless_top_is_given():
     assert "showing all 5 offers" in details
     details = render_markdown(doc, View(top=2)).split("\n## Details\n")[1]
     assert "showing the top 2 of 5 offers" in details
-    assert re.findall(r"^- (\S+) · workload:", details, re.M) == [o["id"] for o in doc["offers"][:2]]
+    listed = re.findall(r"^- (\S+) · workload:", details, re.MULTILINE)
+    assert listed == [o["id"] for o in doc["offers"][:2]]

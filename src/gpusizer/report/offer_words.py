@@ -16,13 +16,14 @@ from ..memory.engines import ENGINES
 from ..units import fmt_gib
 
 __all__ = ["View", "SORT_KEYS", "SHORTLIST", "fit_words", "fit_state_text", "headroom_text",
-           "rank_text", "shown_offers", "unknown_why"]
+           "rank_text", "shown_offers", "unknown_why", "cost_key"]
 
 SHORTLIST = 5
 """Offers on page one unless ``--top`` says otherwise."""
 
 
-def _cost(o: dict[str, Any]) -> float:
+def cost_key(o: dict[str, Any]) -> float:
+    """An offer's total USD for sorting (unknown: last)."""
     return float("inf") if o["total_usd"] is None else o["total_usd"]
 
 
@@ -32,10 +33,10 @@ def _headroom_key(o: dict[str, Any]) -> float:
 
 SORT_KEYS: dict[str, tuple[str, Callable[[dict[str, Any]], Any] | None]] = {
     "order": ("rank (then the other conditional and the excluded offers, by total USD)", None),
-    "cost": ("total USD, cheapest first", _cost),
+    "cost": ("total USD, cheapest first", cost_key),
     "headroom": ("estimated headroom per GPU, largest first (unknown last)", _headroom_key),
     "card": ("card (canonical name, else the catalog's), then total USD",
-             lambda o: ((o["canonical_card"] or o["card"]).lower(), _cost(o))),
+             lambda o: ((o["canonical_card"] or o["card"]).lower(), cost_key(o))),
 }
 """``--sort`` keys: the label printed on the page and the key (None: the document's order)."""
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..memory.engines import ENGINES
 from ..units import fmt_gib
-from .offer_words import View, fit_state_text, fit_words, shown_offers, unknown_why
+from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
 __all__ = ["DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
@@ -66,10 +66,6 @@ def _shared(offers: list[dict[str, Any]]) -> dict[str, str]:
     return {c: t for c, t in first.items() if all(_open(o).get(c) == t for o in offers[1:])}
 
 
-def _cost(o: dict[str, Any]) -> float:
-    return float("inf") if o["total_usd"] is None else o["total_usd"]
-
-
 def _usd(o: dict[str, Any]) -> str:
     return "unknown" if o["total_usd"] is None else f"{o['total_usd']:.2f}"
 
@@ -97,7 +93,7 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
         what = "selected (all six criteria acceptable)" if best["verdict"] == "selected" else \
             "conditional, provisional rank 1"
         cheaper = [o for o in offers if o is not best and o["verdict"] != "excluded"
-                   and o["estimated_fit"] != "fits" and _cost(o) < _cost(best)]
+                   and o["estimated_fit"] != "fits" and cost_key(o) < cost_key(best)]
         first = ("is the cheapest offer estimated to fit" if best["total_usd"] is not None else
                  "ranks first among the offers estimated to fit (total USD unknown: declare "
                  "budget.days; ranked by headroom)")
@@ -156,11 +152,11 @@ def _memory_section(doc: dict[str, Any]) -> Section:
     sizes = {i["name"]: i for i in mem["items"]}
     rows = []
     for p in mem["phases"]:
-        largest = sorted((sizes[n] for n in p["items"] if sizes.get(n) and sizes[n]["bytes"]),
-                         key=lambda i: -(i.get("phase_bytes") or {}).get(p["name"], i["bytes"]))
+        live = {n: (sizes[n].get("phase_bytes") or {}).get(p["name"], sizes[n]["bytes"])
+                for n in p["items"] if sizes.get(n) and sizes[n]["bytes"]}
+        largest = sorted(live, key=lambda n: -live[n])[:3]
         rows.append((p["name"], fmt_gib(p["peak_bytes"]), fmt_gib(p["device_peak_bytes"]),
-                     ", ".join(f"{i['name']} {fmt_gib((i.get('phase_bytes') or {}).get(p['name'], i['bytes']))}"
-                               for i in largest[:3])))
+                     ", ".join(f"{n} {fmt_gib(live[n])}" for n in largest)))
     lines = [f"weights only {fmt_gib(mem['weights_bytes'])} GiB; certain lower bound "
              f"{fmt_gib(mem['lower_bound_bytes'])} GiB "
              f"({mem.get('lower_bound_covers', 'weights and KV cache')})"]
