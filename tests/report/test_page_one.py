@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from gpusizer.cli import app, summary_targets
 from gpusizer.pipeline import run_plan
-from gpusizer.report.html import render_html, state_class
+from gpusizer.report.html import render_html
+from gpusizer.report.offer_words import state_class
 from gpusizer.report.json_report import plan_document
 from gpusizer.report.markdown import fit_row, render_markdown
 from gpusizer.report.offer_words import View

@@ -5,7 +5,8 @@ A plan's page puts page one (``page_one``) in ``<section id="page-one">`` and th
 heading Details in ``<section id="details">``, which starts a new printed page: page one prints
 on one A4 page and needs no horizontal scroll at 1280 px (cells wrap, tables take the page's
 width; ``tests/report/test_html_browser.py`` checks both in headless Chromium). A state, verdict
-or estimated fit is always written as its word; a colour (:data:`STATE_CLASSES`) only adds to it.
+or estimated fit is always written as its word; a colour (``offer_words.STATE_CLASSES``) only
+adds to it.
 """
 
 from __future__ import annotations
@@ -14,17 +15,11 @@ import html
 import json
 from typing import Any
 
-from .offer_words import View
+from .offer_words import View, state_class
 from .page_one import DETAILS_TITLE, answer_lines, details_lists, page_one_sections
 from .sections import Section, header_lines, memory_sections, offer_sections
 
-__all__ = ["render_html", "STATE_CLASSES", "state_class"]
-
-STATE_CLASSES = (("acceptable", "ok"), ("selected", "ok"), ("fits", "ok"),
-                 ("to confirm", "warn"), ("conditional", "warn"), ("borderline", "warn"),
-                 ("exclude", "bad"), ("does not fit", "bad"), ("unknown", "unknown"))
-"""Cell text (its start) → CSS class: green ``ok``, amber ``warn``, red ``bad``, grey
-``unknown``. ``excluded`` and ``exclude: …`` start with ``exclude``."""
+__all__ = ["render_html"]
 
 _LONG = 60
 """A cell longer than this (characters) may break anywhere (a path or a formula); shorter cells
@@ -48,12 +43,6 @@ _STYLE = (
     "@media print{body{font-size:8.5pt;margin:0;max-width:none;padding:0}"
     "#details{break-before:page}"
     "td,th{-webkit-print-color-adjust:exact;print-color-adjust:exact}}")
-
-
-def state_class(text: str) -> str | None:
-    """The CSS class of a cell whose text is a state, verdict or estimated fit, else None."""
-    low = text.lower()
-    return next((cls for word, cls in STATE_CLASSES if low.startswith(word)), None)
 
 
 def _cell(text: object) -> str:

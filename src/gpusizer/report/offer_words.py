@@ -16,10 +16,25 @@ from ..memory.engines import ENGINES
 from ..units import fmt_gib
 
 __all__ = ["View", "SORT_KEYS", "SHORTLIST", "fit_words", "fit_state_text", "headroom_text",
-           "rank_text", "shown_offers", "unknown_why", "cost_key"]
+           "rank_text", "shown_offers", "unknown_why", "cost_key", "STATE_CLASSES",
+           "state_class"]
+
+STATE_CLASSES = (("acceptable", "ok"), ("selected", "ok"), ("fits", "ok"),
+                 ("to confirm", "warn"), ("conditional", "warn"), ("borderline", "warn"),
+                 ("exclude", "bad"), ("does not fit", "bad"), ("unknown", "unknown"))
+"""A cell's text (its start) → its kind: ``ok`` (green), ``warn`` (amber), ``bad`` (red),
+``unknown`` (grey). ``excluded`` and ``exclude: …`` start with ``exclude``. Views colour a state,
+verdict or estimated fit by its kind and always print its word."""
 
 SHORTLIST = 5
 """Offers on page one unless ``--top`` says otherwise."""
+
+
+def state_class(text: str) -> str | None:
+    """The kind (:data:`STATE_CLASSES`) of a cell whose text is a state, verdict or estimated
+    fit, else None."""
+    low = text.lower()
+    return next((cls for word, cls in STATE_CLASSES if low.startswith(word)), None)
 
 
 def cost_key(o: dict[str, Any]) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .offer_words import View, fit_state_text, headroom_text, rank_text, shown_offers
+from .offer_words import View, fit_state_text, headroom_text, rank_text, shown_offers, state_class
 from .page_one import answer_lines, page_one_sections
 from .sections import POOL_TITLE, Section, header_lines, memory_sections
 
@@ -26,6 +26,7 @@ WORD_MAX = 24
 """The longest word a column keeps whole; a longer one (an unusual offer id) folds."""
 SUMMARY_COLUMNS = ("offer", "card", "cards", "USD (lot)", "verdict", "estimated fit",
                    "headroom (GiB/GPU)", "rank")
+_STYLES = {"ok": "green", "warn": "yellow", "bad": "red", "unknown": "dim"}
 _SHOWN = ("Memory per GPU", "Phase peaks", POOL_TITLE, "Fit against the card",
           "What could invalidate this conclusion")
 
@@ -79,7 +80,15 @@ def print_terminal(doc: dict[str, Any], *, file=None, view: View = View(),
         for h, w in zip(header, widths):
             t.add_column(text(h), overflow="fold", width=w)
         for row in rows:
-            t.add_row(*(text(c) for c in row))
+            t.add_row(*(coloured(c) for c in row))
+        return t
+
+    def coloured(value: object) -> Text:
+        """A state, verdict or fit keeps its word and gets its colour (never colour alone)."""
+        t = text(value)
+        kind = state_class(t.plain)
+        if kind:
+            t.stylize(_STYLES[kind])
         return t
 
     def lines(s: Section, bullet: str = "• ") -> None:
