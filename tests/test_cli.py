@@ -41,8 +41,10 @@ def test_r11_short_choice_two_conditional_candidates():
     assert offers["RTX 6000 Ada"]["total_usd"] == 55.71
     for o in offers.values():
         assert o["verdict"] == "conditional" and o["rank"] is None
-        assert o["provisional_rank"] in (1, 2)
+        # a bare parameter count: the fit is unknown, so no provisional rank (CONTRACT.md)
+        assert o["estimated_fit"] == "unknown" and o["provisional_rank"] is None
         assert "19.04 GiB" in o["criteria"]["memory"]["reason"]
+    assert [o["total_usd"] for o in doc["offers"]] == [47.14, 55.71]  # unranked: by cost
     assert doc["gpusizer"]["catalogs"][0]["sha256"]
 
 

@@ -191,10 +191,24 @@ def plan(sheet: SheetArg,
              "--simulate", help="also run the model code on fake tensors per card (the simulate "
                                 "extra); memory stays to confirm, its reason quotes both")] = False,
          today: TodayOpt = None,
+         top: Annotated[Optional[str], typer.Option(
+             "--top", help="list only the first N offers on the views (terminal, Markdown, "
+                           "HTML; labelled there); default: 5 on page one and in the terminal, "
+                           "every offer under Details. The JSON keeps every offer",
+             show_default=False)] = None,
+         sort: Annotated[Optional[str], typer.Option(
+             "--sort", help="order of the offers on the views: order (the contract's: rank, "
+                            "then provisional rank, then the others by cost), cost, headroom "
+                            "or card. The JSON keeps the contract's order",
+             show_default=False)] = None,
          ) -> None:
-    """The main job: memory items and phases, every offer classified, the one-page sheet."""
+    """The main job: memory items and phases, every offer classified, the one-page sheet.
+
+    On a terminal it prints a summary (the answer, memory by phase, the offers); piped, or with
+    --format, the whole sheet; with -o, the sheet to the file and the summary to the terminal."""
     from .pipeline import run_plan
     from .report.json_report import plan_document
+    view = _view(top, sort)
     try:
         s = _load(sheet)
         RunInputs(sheet, s, catalog, evidence).refuse(out)
@@ -203,23 +217,62 @@ def plan(sheet: SheetArg,
     except GpusizerError as exc:
         _fail(exc, sheet)
     _render(plan_document(result), _format(format, out, ("md", "json", "html")), out,
-            quiet)
+            quiet, view=view, summary_on_tty=format is None)
 
 
-def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool) -> None:
+def _view(top: Optional[str], sort: Optional[str]):
+    """``--top`` and ``--sort`` as a report View, or exit 2 with one line naming the option."""
+    from .report.offer_words import SORT_KEYS, View
+    n = None
+    if top is not None:
+        if not top.strip().isdigit() or int(top) < 1:
+            typer.echo(f"error: --top: expected an integer >= 1, got {top!r}", err=True)
+            raise typer.Exit(2)
+        n = int(top)
+    key = "order" if sort is None else sort.strip().lower()
+    if key not in SORT_KEYS:
+        typer.echo(f"error: --sort: expected one of {', '.join(SORT_KEYS)}, got {sort!r}",
+                   err=True)
+        raise typer.Exit(2)
+    return View(top=n, sort=key)
+
+
+def summary_targets(*, out: Optional[Path], quiet: bool, summary_on_tty: bool,
+                    stdout_tty: bool, stderr_tty: bool) -> tuple[Optional[str], bool]:
+    """Where the rich summary goes (``"stdout"``, ``"stderr"`` or None) and whether the
+    document is written (to ``out``, else stdout).
+
+    On a terminal, with no -o and no --format (``summary_on_tty``), the summary replaces the
+    document on stdout; piped, the document goes to stdout; with -o, the document goes to the
+    file. Then the summary goes to stderr when stderr is a terminal (not with --quiet)."""
+    if out is None and stdout_tty and summary_on_tty:
+        return "stdout", False
+    if not quiet and stderr_tty and (out is not None or not stdout_tty):
+        return "stderr", True
+    return None, True
+
+
+def _render(doc: dict, fmt: str, out: Optional[Path], quiet: bool, *, view=None,
+            summary_on_tty: bool = False) -> None:
     from .report.json_report import dumps
+    from .report.offer_words import View
+    view = view or View()
+    where, document = summary_targets(out=out, quiet=quiet, summary_on_tty=summary_on_tty,
+                                      stdout_tty=sys.stdout.isatty(),
+                                      stderr_tty=sys.stderr.isatty())
+    if where is not None:
+        from .report.terminal import print_terminal
+        print_terminal(doc, view=view, stderr=where == "stderr")
+    if not document:
+        return
     if fmt == "json":
-        text = dumps(doc) + "\n"
+        text = dumps(doc) + "\n"  # every offer, in the contract's order, whatever the view
     elif fmt == "html":
         from .report.html import render_html
-        text = render_html(doc)
+        text = render_html(doc, view)
     else:
         from .report.markdown import render_markdown
-        text = render_markdown(doc)
-    # The rich table goes to the terminal (stderr) when the document itself goes elsewhere.
-    if not quiet and sys.stderr.isatty() and (out is not None or not sys.stdout.isatty()):
-        from .report.terminal import print_terminal
-        print_terminal(doc)
+        text = render_markdown(doc, view)
     _write(text, out)
 
 

@@ -245,3 +245,24 @@ def test_unrecorded_executed_dimensions_stay_to_confirm(tmp_path):
     st, d = states(plan(tmp_path, [FULL_OFFER], evidence=[doc]), "full")
     assert st["workload"] == "to_confirm" and "did not record" in d.criteria["workload"].reason
     assert st["memory"] == "to_confirm"
+
+
+def test_contract_order_fits_by_cost_then_other_conditional_then_excluded(tmp_path):
+    """CONTRACT.md: provisional_rank only for conditional offers estimated to fit, by total cost
+    (not by headroom: the H100's larger margin does not beat the cheaper 6000 Ada); then the other
+    conditional offers, then excluded ones, each by total cost."""
+    base = {"provider": "acme", "cards": 1, "days": 3, "document": "q", "version": "1"}
+    offers = [{**base, "id": "h100", "card": "H100 SXM", "total_usd": 90.0},
+              {**base, "id": "t4", "card": "T4", "total_usd": 10.0},  # 15 GiB: exclude
+              {**base, "id": "a6000ada", "card": "RTX 6000 Ada", "total_usd": 55.0},
+              {**base, "id": "mystery", "card": "Mystery GPU 9000", "total_usd": 5.0},
+              {**base, "id": "over", "card": "H200", "total_usd": 500.0}]  # over max_usd 100
+    r = plan(tmp_path, offers)
+    got = [(d.offer.id, d.verdict, d.fit.state if d.fit else "unknown", d.provisional_rank)
+           for d in r.decisions]
+    assert got == [("a6000ada", "conditional", "fits", 1), ("h100", "conditional", "fits", 2),
+                   ("mystery", "conditional", "unknown", None),
+                   ("t4", "excluded", "does_not_fit", None),
+                   ("over", "excluded", "fits", None)]
+    heads = {d.offer.id: d.fit.headroom_bytes for d in r.decisions if d.fit}
+    assert heads["h100"] > heads["a6000ada"]  # the margin is only the second key

@@ -1,9 +1,11 @@
 """Verdict and ranking (R3): selected = all six acceptable; conditional = no exclude.
 
 Selected offers are ranked by total package cost, then useful memory margin (the fit rule's
-``headroom_bytes``), then documented schedule (earliest start). Conditional offers get a
-``provisional_rank`` by estimated headroom, then cost — labelled provisional wherever shown.
-Prices say nothing about speed.
+``headroom_bytes``, larger first), then documented schedule (earliest start). Conditional offers
+whose ``estimated_fit`` is ``fits`` get a ``provisional_rank`` in the same order — labelled
+provisional wherever shown; other offers get none. The offers are then listed (CONTRACT.md
+"Meanings"): selected by rank, conditional by provisional rank, the other conditional offers,
+then excluded ones (each of the last two by total cost). Prices say nothing about speed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from ..memory.fit_rule import FitJudgement
 from ..memory.items import MemoryEstimate
 from .criteria import Criterion
 
-__all__ = ["Verdict", "OfferDecision", "verdict_of", "rank_offers", "useful_margin_bytes"]
+__all__ = ["Verdict", "OfferDecision", "verdict_of", "rank_offers", "useful_margin_bytes",
+           "contract_order"]
 
 Verdict = Literal["selected", "conditional", "excluded"]
 
@@ -56,21 +59,48 @@ def useful_margin_bytes(d: OfferDecision) -> int | None:
     return None if d.fit is None else d.fit.headroom_bytes
 
 
+def _r3_key(d: OfferDecision, margin: int | None) -> tuple[float, float, float]:
+    """R3's order: total cost, then useful margin (larger first), then schedule (earliest)."""
+    inf = float("inf")
+    return (d.total_usd if d.total_usd is not None else inf,
+            -margin if margin is not None else inf,
+            d.offer.available_from.toordinal() if d.offer.available_from else inf)
+
+
+def _fits(d: OfferDecision) -> bool:
+    return d.fit is not None and d.fit.state == "fits"
+
+
+def contract_order(decisions: list[OfferDecision]) -> list[OfferDecision]:
+    """The offers in CONTRACT.md's order: selected by ``rank``, conditional by
+    ``provisional_rank``, the other conditional offers, then excluded ones (each of the last two
+    by total cost, then catalog order). Needs :func:`rank_offers` to have run."""
+    inf = float("inf")
+
+    def key(ix: tuple[int, OfferDecision]) -> tuple[int, float, int]:
+        i, d = ix
+        cost = d.total_usd if d.total_usd is not None else inf
+        if d.rank is not None:
+            return (0, d.rank, i)
+        if d.provisional_rank is not None:
+            return (1, d.provisional_rank, i)
+        return (2 if d.verdict == "conditional" else 3, cost, i)
+
+    return [d for _, d in sorted(enumerate(decisions), key=key)]
+
+
 def rank_offers(decisions: list[OfferDecision]) -> None:
-    """Set ``verdict``, ``rank`` (selected) and ``provisional_rank`` (conditional) in place."""
+    """Set ``verdict``, ``rank`` (selected) and ``provisional_rank`` (conditional offers
+    estimated to fit), then reorder ``decisions`` in place by :func:`contract_order`."""
     for d in decisions:
         d.verdict = verdict_of(d.criteria)
-    inf = float("inf")
     margin = {id(d): useful_margin_bytes(d) for d in decisions}
     selected = [d for d in decisions if d.verdict == "selected"]
-    selected.sort(key=lambda d: (d.total_usd if d.total_usd is not None else inf,
-                                 -(margin[id(d)] or 0),
-                                 d.offer.available_from.toordinal() if d.offer.available_from
-                                 else inf))
+    selected.sort(key=lambda d: _r3_key(d, margin[id(d)]))
     for i, d in enumerate(selected, 1):
         d.rank = i
-    conditional = [d for d in decisions if d.verdict == "conditional"]
-    conditional.sort(key=lambda d: (-margin[id(d)] if margin[id(d)] is not None else inf,
-                                    d.total_usd if d.total_usd is not None else inf))
-    for i, d in enumerate(conditional, 1):
+    fitting = [d for d in decisions if d.verdict == "conditional" and _fits(d)]
+    fitting.sort(key=lambda d: _r3_key(d, margin[id(d)]))
+    for i, d in enumerate(fitting, 1):
         d.provisional_rank = i
+    decisions[:] = contract_order(decisions)

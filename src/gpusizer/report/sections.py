@@ -11,9 +11,10 @@ from typing import Any
 
 from ..memory.engines import ENGINES
 from ..units import fmt_bytes, fmt_gb, fmt_gib
+from .offer_words import View, fit_state_text, fit_words, headroom_text, rank_text, shown_offers
 
 __all__ = ["Section", "header_lines", "memory_sections", "offer_sections", "STATE_TEXT",
-           "POOL_TITLE"]
+           "POOL_TITLE", "CRITERIA"]
 
 STATE_TEXT = {"acceptable": "acceptable", "to_confirm": "to confirm", "exclude": "exclude"}
 POOL_TITLE = "Engine pool (per GPU)"
@@ -122,42 +123,39 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
     return out
 
 
-def offer_sections(doc: dict[str, Any]) -> list[Section]:
-    """Offers with their six states, conditions, and what could invalidate the conclusion."""
+def offer_sections(doc: dict[str, Any], view: View = View()) -> list[Section]:
+    """Every offer (or the ``view``'s top) with its estimated fit and six states, then each
+    offer's conditions and evidence; catalog discrepancies, skipped rows and provenance."""
+    offers, label = shown_offers(doc, view, page_one=False)
     rows = []
-    for o in doc["offers"]:
-        rank = (str(o["rank"]) if o["rank"] is not None else
-                (f"provisional {o['provisional_rank']}" if o["provisional_rank"] else "-"))
+    for o in offers:
         rows.append((o["id"], o["card"], o["canonical_card"] or "unknown", str(o["cards"]),
                      "unknown" if o["days"] is None else f"{o['days']:g}",
                      "unknown" if o["total_usd"] is None else f"{o['total_usd']:.2f}",
-                     fmt_gib(o["device_bytes"]), o["verdict"], rank,
+                     fmt_gib(o["device_bytes"]), o["verdict"], rank_text(o),
+                     fit_state_text(doc, o), headroom_text(o),
                      *(STATE_TEXT[o["criteria"][c]["state"]] for c in CRITERIA)))
     out = [Section("Offers", ("offer", "card (catalog)", "card (canonical)", "cards in lot",
                               "days", "total USD (lot, days)", "device memory (GiB per card)",
-                              "verdict", "rank", *CRITERIA), tuple(rows),
-                   ("A provisional rank orders conditional offers by estimated margin, then cost; "
-                    "it is not a selection. Prices say nothing about speed.",))]
+                              "verdict", "rank", "estimated fit", "headroom (GiB per GPU)",
+                              *CRITERIA), tuple(rows),
+                   (label + ".",
+                    "A provisional rank orders the conditional offers estimated to fit by total "
+                    "cost, then headroom, then schedule; it is not a selection. Prices say "
+                    "nothing about speed.",))]
     lines = []
-    for o in doc["offers"]:
+    for o in offers:
         for c in CRITERIA:
             cr = o["criteria"][c]
             ev = "; ".join(f"{e['document']} ({e['version']}; {e['scope']})" for e in cr["evidence"])
-            text = f"{o['id']} · {c}: {STATE_TEXT[cr['state']]} — {cr['reason']}"
+            fit = f"{fit_words(doc, o)}; " if c == "memory" else ""
+            text = f"{o['id']} · {c}: {STATE_TEXT[cr['state']]} — {fit}{cr['reason']}"
             if cr["condition"]:
                 text += f" · to confirm: {cr['condition']}"
             if ev:
                 text += f" · evidence: {ev}"
             lines.append(text)
     out.append(Section("Criteria, conditions and evidence", lines=tuple(lines)))
-    inval = list(doc.get("invalidators", []))
-    out.append(Section("What could invalidate this conclusion", lines=tuple(inval) or ("none",)))
-    ev = doc.get("evidence", {})
-    used = ev.get("used", [])
-    meas = [f"{e['document']} ({e['version']}; {e['scope']})" for e in used]
-    meas += [f"ignored {x['file']}: {x['reason']}" for x in ev.get("ignored", [])]
-    out.append(Section("Measurement conditions", lines=tuple(meas) or (
-        "no measurement: every figure above is estimated or declared, not measured",)))
     disc = doc.get("catalog_discrepancies", [])
     if disc:
         out.append(Section("Catalog memory claims that disagree with the card table "

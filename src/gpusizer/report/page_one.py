@@ -1,0 +1,233 @@
+"""Page one of the sizing sheet (R15, R3): the answer first, from the JSON document.
+
+The first lines name the cheapest offer estimated to fit and what is left to confirm on it (or
+say that none fits, and why); then the workload (model @ revision, task, precision, lengths,
+concurrency or microbatch), one small table of memory per GPU by phase, the shortlist (verdict,
+estimated fit with its headroom, USD, open conditions; a condition every shown offer shares is
+said once), what could invalidate the conclusion and the measurement conditions. Everything else
+(items with formulas, every offer's six criteria with evidence) follows the fixed heading
+:data:`DETAILS_TITLE`. Markdown, HTML and the terminal render these same sections.
+
+A person may ask for ``--top N`` offers and ``--sort KEY`` (:class:`View`); the page says which
+(``offer_words.shown_offers``). The JSON document always holds every offer in CONTRACT.md's order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..memory.engines import ENGINES
+from ..units import fmt_gib
+from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
+from .sections import CRITERIA, Section, header_lines
+
+__all__ = ["DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
+           "invalidator_lines", "measurement_lines", "NO_INVALIDATOR", "NO_MEASUREMENT",
+           "details_lists"]
+
+DETAILS_TITLE = "Details"
+"""The fixed heading that ends page one (``## Details`` in Markdown)."""
+PAGE_ONE_WIDTH = 120
+"""Characters per line on page one, table rows included (issue 12, point 3)."""
+LISTED = 6
+"""Invalidators and measurement conditions on page one; the rest follow under Details."""
+
+
+def _verdict_cell(o: dict[str, Any]) -> str:
+    """``selected (1)``, ``conditional (p1)`` (provisional), ``conditional`` or ``excluded``."""
+    if o["rank"] is not None:
+        return f"{o['verdict']} ({o['rank']})"
+    if o["provisional_rank"]:
+        return f"{o['verdict']} (p{o['provisional_rank']})"
+    return o["verdict"]
+
+
+def _open_cell(o: dict[str, Any], shared: dict[str, str]) -> str:
+    """The criteria left to confirm on ``o`` that not every shown offer shares (those are said
+    once below the table); for an excluded offer, the criteria that exclude it."""
+    if o["verdict"] == "excluded":
+        return "exclude: " + ", ".join(c for c in CRITERIA
+                                       if o["criteria"][c]["state"] == "exclude")
+    own = [c for c in _open(o) if c not in shared]
+    return ", ".join(own) if own else ("-" if shared else "none")
+
+
+def _open(o: dict[str, Any]) -> dict[str, str]:
+    """Criterion → condition for each criterion left to confirm on ``o``."""
+    return {c: (o["criteria"][c]["condition"] or o["criteria"][c]["reason"]) for c in CRITERIA
+            if o["criteria"][c]["state"] == "to_confirm"}
+
+
+def _shared(offers: list[dict[str, Any]]) -> dict[str, str]:
+    """The conditions every shown offer has, word for word (said once on the page)."""
+    if not offers:
+        return {}
+    first = _open(offers[0])
+    return {c: t for c, t in first.items() if all(_open(o).get(c) == t for o in offers[1:])}
+
+
+def _usd(o: dict[str, Any]) -> str:
+    return "unknown" if o["total_usd"] is None else f"{o['total_usd']:.2f}"
+
+
+def _card(o: dict[str, Any]) -> str:
+    return f"{o['canonical_card'] or o['card']} × {o['cards']}"
+
+
+def _best(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The cheapest offer estimated to carry the workload: rank 1, else provisional rank 1."""
+    offers = doc["offers"]
+    return (next((o for o in offers if o["rank"] == 1), None)
+            or next((o for o in offers if o["provisional_rank"] == 1), None))
+
+
+def answer_lines(doc: dict[str, Any]) -> list[str]:
+    """The answer (R3): the cheapest offer estimated to fit and what is left to confirm on it,
+    or that none fits and why."""
+    offers = doc["offers"]
+    if not offers:
+        return ["Answer: no offer to judge (the catalogs gave none)."]
+    best = _best(doc)
+    if best is not None:
+        left = _open(best)
+        what = "selected (all six criteria acceptable)" if best["verdict"] == "selected" else \
+            "conditional, provisional rank 1"
+        cheaper = [o for o in offers if o is not best and o["verdict"] != "excluded"
+                   and o["estimated_fit"] != "fits" and cost_key(o) < cost_key(best)]
+        first = ("is the cheapest offer estimated to fit" if best["total_usd"] is not None else
+                 "ranks first among the offers estimated to fit (total USD unknown: declare "
+                 "budget.days; ranked by headroom)")
+        out = [f"Answer: {best['id']} ({_card(best)}, {_usd(best)} USD) {first} — "
+               f"{fit_words(doc, best)}; {what}.",
+               "Left to confirm on it: " + (", ".join(left) + " (conditions below)" if left
+                                            else "nothing") + "."]
+        if cheaper:
+            out.append("Cheaper, not estimated to fit: " + "; ".join(
+                f"{o['id']} ({_usd(o)} USD) — {fit_words(doc, o)}" for o in cheaper[:2])
+                + (f"; and {len(cheaper) - 2} more" if len(cheaper) > 2 else "") + ".")
+        return out
+    by_state: dict[str, list[dict[str, Any]]] = {}
+    for o in offers:
+        key = "excluded" if o["verdict"] == "excluded" else o["estimated_fit"]
+        by_state.setdefault(key, []).append(o)
+    parts = []
+    for key, words in (("does_not_fit", "estimated not to fit"), ("unknown", "cannot tell"),
+                       ("borderline", "are borderline"), ("fits", "fit but are not conditional"),
+                       ("excluded", "are excluded")):
+        group = by_state.get(key, [])
+        if not group:
+            continue
+        if key == "does_not_fit":
+            closest = max(group, key=lambda o: o["headroom_bytes"] if o["headroom_bytes"]
+                          is not None else -float("inf"))
+            parts.append(f"{len(group)} {words} (closest: {closest['id']}, "
+                         f"{fit_words(doc, closest)})")
+        elif key == "unknown":
+            parts.append(f"{len(group)} {words} ({unknown_why(doc, group[0])})")
+        elif key == "excluded":
+            on = sorted({c for o in group for c in CRITERIA
+                         if o["criteria"][c]["state"] == "exclude"})
+            parts.append(f"{len(group)} {words} (on {', '.join(on)})")
+        else:
+            parts.append(f"{len(group)} {words}")
+    return ["Answer: no offer is estimated to fit: " + "; ".join(parts) + "."]
+
+
+def _workload_lines(doc: dict[str, Any]) -> list[str]:
+    """:func:`header_lines` with the inference line split at its semicolons (short lines)."""
+    out: list[str] = []
+    for line in header_lines(doc):
+        if line.startswith("Lengths:"):
+            head, _, rest = line.partition("; engine ")
+            out += [head, "Engine " + rest] if rest else [line]
+        elif line.startswith("Reserve") and out and out[-1].startswith("Placement"):
+            out[-1] += "; r" + line[1:]
+        else:
+            out.append(line)
+    return out
+
+
+def _memory_section(doc: dict[str, Any]) -> Section:
+    mem = doc["memory"]
+    sizes = {i["name"]: i for i in mem["items"]}
+    rows = []
+    for p in mem["phases"]:
+        live = {n: (sizes[n].get("phase_bytes") or {}).get(p["name"], sizes[n]["bytes"])
+                for n in p["items"] if sizes.get(n) and sizes[n]["bytes"]}
+        largest = sorted(live, key=lambda n: -live[n])[:3]
+        rows.append((p["name"], fmt_gib(p["peak_bytes"]), fmt_gib(p["device_peak_bytes"]),
+                     ", ".join(f"{n} {fmt_gib(live[n])}" for n in largest)))
+    lines = [f"weights only {fmt_gib(mem['weights_bytes'])} GiB; certain lower bound "
+             f"{fmt_gib(mem['lower_bound_bytes'])} GiB "
+             f"({mem.get('lower_bound_covers', 'weights and KV cache')})"]
+    if not rows:
+        lines.append(f"no phase peak: indicative envelope (weights + reserve) "
+                     f"{fmt_gib(mem['envelope_bytes'])} GiB; the peak is unknown")
+    inf = doc["sheet"].get("inference") or {}
+    engine = ENGINES[inf["engine"]] if inf.get("engine") in ENGINES else None
+    if any(o.get("pool") for o in doc["offers"]) and engine is not None:
+        lines.append(f"{engine.label} takes its pool at start: an offer's fit is its pool holding "
+                     f"{inf['concurrency']} sequences at the required length; headroom is the "
+                     "pool's spare KV bytes")
+    if not rows:
+        return Section("Phase peaks, memory per GPU", lines=tuple(lines))
+    return Section("Phase peaks, memory per GPU", ("phase", "peak allocated (GiB per GPU)",
+                                               "device peak (GiB per GPU)",
+                                               "largest items (GiB per GPU)"),
+                   tuple(rows), tuple(lines))
+
+
+def _capped(title: str, lines: list[str], empty: str) -> Section:
+    shown = lines[:LISTED]
+    more = len(lines) - len(shown)
+    tail = (f"and {more} more under {DETAILS_TITLE}",) if more else ()
+    return Section(title, lines=tuple(shown) + tail if shown else (empty,))
+
+
+def invalidator_lines(doc: dict[str, Any]) -> list[str]:
+    """What could invalidate the conclusion (R15), as the document states it."""
+    return list(doc.get("invalidators", []))
+
+
+def measurement_lines(doc: dict[str, Any]) -> list[str]:
+    """The measurement conditions: evidence used (document, version, scope) and ignored."""
+    ev = doc.get("evidence", {})
+    out = [f"{e['document']} ({e['version']}; {e['scope']})" for e in ev.get("used", [])]
+    out += [f"ignored {x['file']}: {x['reason']}" for x in ev.get("ignored", [])]
+    return out
+
+
+NO_INVALIDATOR = "none"
+NO_MEASUREMENT = "no measurement: every figure is estimated or declared, not measured"
+
+
+def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]:
+    """Page one's sections after the answer: workload, memory by phase, shortlist, shared
+    conditions, what could invalidate the conclusion, measurement conditions."""
+    offers, label = shown_offers(doc, view, page_one=True)
+    shared = _shared(offers)
+    rows = tuple((o["id"], _card(o), _usd(o), _verdict_cell(o), fit_state_text(doc, o),
+                  "-" if o["headroom_bytes"] is None else fmt_gib(o["headroom_bytes"]),
+                  _open_cell(o, shared)) for o in offers)
+    lines = (f"{label}. A provisional rank is not a selection; prices say nothing about speed.",)
+    out = [Section("Workload", lines=tuple(_workload_lines(doc))), _memory_section(doc),
+           Section("Offers", ("offer", "card × cards", "total USD", "verdict (p: provisional)",
+                              "estimated fit", "headroom (GiB/GPU)", "open conditions"),
+                   rows, lines)]
+    if shared:
+        out.append(Section("Left to confirm on every offer shown",
+                           lines=tuple(f"{c}: {t}" for c, t in shared.items())))
+    out += [_capped("What could invalidate this conclusion", invalidator_lines(doc),
+                   NO_INVALIDATOR),
+            _capped("Measurement conditions", measurement_lines(doc), NO_MEASUREMENT)]
+    return out
+
+
+def details_lists(doc: dict[str, Any]) -> list[Section]:
+    """The whole lists that page one shortens (more than :data:`LISTED` lines), for Details."""
+    out = []
+    for title, lines in (("What could invalidate this conclusion (all)", invalidator_lines(doc)),
+                         ("Measurement conditions (all)", measurement_lines(doc))):
+        if len(lines) > LISTED:
+            out.append(Section(title, lines=tuple(lines)))
+    return out
