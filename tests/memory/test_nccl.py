@@ -98,3 +98,24 @@ def test_the_offer_interconnect_reaches_the_estimate():
     b = pcie.item("nccl_buffers").bytes
     assert a == 32 * 2 * CONNECTION + 16 * 2 * MiB * 8 and b == 4 * 2 * CONNECTION
     assert nvlink.device_peak_bytes - pcie.device_peak_bytes == a - b
+
+
+def test_plan_estimates_each_offer_on_its_own_interconnect():
+    """Two 8 × H100 SXM offers, one documented as PCIe, one silent (the card's NVSwitch): the
+    NCCL item of each offer's estimate follows its row, and the headrooms differ by it."""
+    import datetime as dt
+
+    from gpusizer import api
+    rows = [{"id": "pcie", "provider": "p", "card": "H100 SXM", "cards": 8, "days": 1,
+             "total_usd": 100, "interconnect": "PCIe"},
+            {"id": "silent", "provider": "p", "card": "H100 SXM", "cards": 8, "days": 1,
+             "total_usd": 100}]
+    s = {"model": {"id": "meta-llama/Meta-Llama-3.1-70B"}, "task": "inference",
+         "weights": "bf16", "inference": {"prompt_tokens": 3072, "new_tokens": 1024},
+         "placement": {"gpus": 8, "strategy": "tensor-parallel"}}
+    report = api.plan(s, catalogs=rows, today=dt.date(2026, 12, 1))
+    by_id = {d.offer.id: d for d in report.result.decisions}
+    pcie = by_id["pcie"].estimate.item("nccl_buffers").bytes
+    silent = by_id["silent"].estimate.item("nccl_buffers").bytes
+    assert pcie == 4 * 2 * CONNECTION and silent == 32 * 2 * CONNECTION + 16 * 2 * MiB * 8
+    assert by_id["pcie"].fit.headroom_bytes - by_id["silent"].fit.headroom_bytes == silent - pcie
