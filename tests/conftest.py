@@ -42,3 +42,18 @@ def run_cli(*args: str, check: int | None = 0) -> subprocess.CompletedProcess:
 def cli_json(*args: str) -> dict:
     """Run a command with ``--format json`` and parse its output."""
     return json.loads(run_cli(*args, "--format", "json").stdout)
+
+
+def load_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` as a module (benchmarks/ is not a package), registered
+    in ``sys.modules`` so its dataclasses resolve."""
+    import importlib.util
+
+    if f"benchmarks_{name}" in sys.modules:
+        return sys.modules[f"benchmarks_{name}"]
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}",
+                                                  REPO_ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
