@@ -202,7 +202,7 @@ def _calls_on_examples() -> dict[str, object]:
     """Each API function called on a bundled example."""
     out = {"estimate": api.estimate(SEED), "plan": api.plan(SEED, today=TODAY),
            "fit": api.fit(SERVING, card="H100 SXM"),
-           "alternatives": api.alternatives(SEED, today=TODAY)}
+           "alternatives": api.alternatives(SEED, today=TODAY), "cards": api.cards(SERVING)}
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from . import pipeline
+from .catalog.card_table import CardTable
 from .catalog.types import Card
 from .decision.alternatives import AlternativesResult
+from .decision.card_choice import CardsResult
 from .errors import ArgumentError
 from .pipeline import EstimateResult, FitAnswer, PlanResult, SheetSource
 
@@ -52,8 +54,8 @@ if TYPE_CHECKING:
     from .evidence import EvidenceSource
     from .simulate.engine import SimulationResult
 
-__all__ = ["estimate", "plan", "fit", "simulate", "alternatives", "EstimateReport", "PlanReport",
-           "SimulationReport", "AlternativesReport", "FitAnswer"]
+__all__ = ["estimate", "plan", "fit", "simulate", "alternatives", "cards", "EstimateReport",
+           "PlanReport", "SimulationReport", "AlternativesReport", "CardsReport", "FitAnswer"]
 
 CardLike = Union[str, Card]
 """A card: its canonical name or an alias, or the ``Card`` itself."""
@@ -128,6 +130,28 @@ class AlternativesReport:
         """``gpusizer alternatives --format json``."""
         from .report.alternatives_report import alternatives_document
         return alternatives_document(self.result)
+
+
+@dataclass(frozen=True)
+class CardsReport:
+    """What :func:`cards` returns.
+
+    Attributes:
+        table: the card table the cards come from (``table.cards``: every card, in file order).
+        result: with a sheet, every card's fit at 1, 2, 4 and 8 GPUs (``result.cards``: per card
+            ``fewest_gpus`` and ``counts``, each with ``estimated_fit`` and ``headroom_bytes``
+            per GPU, bytes; ``result.answer``: the fewest GPUs that fit), else None.
+    """
+
+    table: CardTable
+    result: CardsResult | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``gpusizer cards [SHEET] --format json`` (docs/contract-extensions.md)."""
+        from .report.cards_report import card_table_document, cards_document
+        if self.result is None:
+            return card_table_document(self.table)
+        return cards_document(self.result)
 
 
 def _card(card: CardLike | None, *, required: bool = False) -> Card | None:
@@ -270,3 +294,32 @@ def alternatives(sheet: SheetSource, *,
     inputs = pipeline.load_plan_inputs(s, catalogs=_catalogs(catalogs), evidence=evidence,
                                        base_dir=folder)
     return AlternativesReport(pipeline.alternatives(inputs, today=day))
+
+
+def cards(sheet: SheetSource | None = None, *, base_dir: Folder | None = None) -> CardsReport:
+    """Every card of the card table with its estimated fit and headroom at 1, 2, 4 and 8 GPUs
+    and the fewest GPUs of each that fit, under the sheet's multi-GPU strategy (else
+    tensor-parallel for inference, fsdp for training); without a sheet, the card table alone
+    (``gpusizer cards [SHEET]``). No catalog is read.
+
+    Raises:
+        ArgumentError: a sheet or ``base_dir`` of another kind, or ``base_dir`` without a sheet.
+        SheetError, ModelError, UnknownArchitectureError, HubError: as :func:`estimate`.
+    """
+    from .sheet import Sheet
+    if base_dir is not None and not isinstance(base_dir, (str, os.PathLike)):
+        raise ArgumentError(f"expected a folder (str or os.PathLike), got "
+                            f"{type(base_dir).__name__}", field="base_dir", value=base_dir)
+    if sheet is not None and not isinstance(sheet, (Sheet, Mapping, str, os.PathLike)):
+        raise ArgumentError("expected a sheet (a mapping, YAML text, a path or a Sheet) or None "
+                            f"for the card table, got {type(sheet).__name__}", field="sheet",
+                            value=sheet)
+    table = pipeline.card_table()
+    if sheet is None:
+        if base_dir is not None:
+            raise ArgumentError("base_dir is read only with a sheet", field="base_dir",
+                                value=base_dir)
+        return CardsReport(table, None)
+    s, folder = pipeline.read_sheet(sheet, base_dir=_folder(base_dir))
+    return CardsReport(table, pipeline.cards(pipeline.load_sheet_inputs(s, base_dir=folder),
+                                             table=table))

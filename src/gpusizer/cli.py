@@ -294,6 +294,35 @@ def estimate(sheet: SheetArg, card: CardOpt = None,
 
 
 @app.command()
+def cards(sheet: Annotated[Optional[Path], typer.Argument(
+              help="workload sheet (YAML); without it, the card table", show_default=False)
+          ] = None,
+          format: Annotated[Optional[MemFmt], typer.Option(
+              "--format", help="md | json (default: from the -o extension, else md)")] = None,
+          out: Annotated[Optional[Path], typer.Option("-o", "--out", help="output file")] = None
+          ) -> None:
+    """Every card's estimated fit and headroom at 1, 2, 4 and 8 GPUs and the fewest GPUs of each
+    card that fit (no catalog needed); without a sheet, the card table."""
+    from .report.cards_report import (card_table_document, cards_document,
+                                      render_card_table_markdown, render_cards_markdown)
+    from .report.json_report import dumps
+    fmt = _format(format, out, ("md", "json"))
+    if sheet is None:
+        from .pipeline import card_table
+        doc = card_table_document(card_table())
+        _write(dumps(doc) + "\n" if fmt == "json" else render_card_table_markdown(doc), out)
+        return
+    from .pipeline import run_cards
+    try:
+        s = _load(sheet)
+        RunInputs(sheet, s).refuse(out)
+        doc = cards_document(run_cards(s, base_dir=sheet.parent))
+    except GpusizerError as exc:
+        _fail(exc, sheet)
+    _write(dumps(doc) + "\n" if fmt == "json" else render_cards_markdown(doc), out)
+
+
+@app.command()
 def fit(sheet: SheetArg,
         card: Annotated[str, typer.Option("--card", help="canonical card name or alias")],
         format: Annotated[MemFmt, typer.Option("--format")] = MemFmt.md) -> None:

@@ -104,7 +104,10 @@ def test_placements_per_gpu():
     assert vllm.weights_bytes == one.weights_bytes // 4
     # device-map: 20 of 80 layers + the (untied) lm_head or embedding on the heaviest GPU
     assert one.weights_bytes // 4 < dm.weights_bytes < one.weights_bytes // 3
-    assert tp.item("nccl_buffers").bytes is None and tp.device_peak_bytes is None
+    # NCCL buffers without a card: the stated default NVLink + NVLS (memory.nccl): all-reduce
+    # ring + tree = 32 channels × 2 peers × 12 MiB, + NVLS 16 channels × 2 × 1 MiB × 4 heads
+    assert tp.item("nccl_buffers").bytes == (32 * 2 * 12 + 16 * 2 * 1 * 4) * 2**20
+    assert tp.device_peak_bytes is not None
     with pytest.raises(SheetError, match="training state"):
         estimate_memory(sheet(inference=INF, placement={"gpus": 2, "strategy": "fsdp"}), f)
 

@@ -271,7 +271,7 @@ def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Shar
 
 
 def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
-                    card: Card | None = None) -> MemoryEstimate:
+                    card: Card | None = None, interconnect: str | None = None) -> MemoryEstimate:
     """Size the sheet's memory per GPU, item by item and phase by phase: plan the weights (format,
     card rules, placement share), then the training or inference assembler, then the items every
     phase holds (CUDA context, NCCL, allocator slack), then a serving engine's pool.
@@ -280,6 +280,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
         sheet: the validated workload sheet.
         facts: the model's facts, or None for a bare ``model.parameters`` count.
         card: a card whose GPU rules apply (kernels, dtypes; a serving engine's pool), or None.
+        interconnect: the offer's ``interconnect`` (``pcie``, ``nvlink``…) for the NCCL buffers
+            of a multi-GPU placement; None: the card's default link (``memory.nccl``).
 
     Returns:
         A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
@@ -321,7 +323,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
     else:
         notes += [Note("engine", text) for text in engine.notes(inf)]
         items, kv_full, layout = _inference_part(sheet, facts, plan, share, engine, w_items, cc)
-    items += _every_phase_items(sheet, facts, plan, share, engine, phases)
+    items += _every_phase_items(sheet, facts, plan, share, engine, phases, card, interconnect)
     # the workload's own KV cache, before a serving engine's pool replaces the item
     lower_items = _lower_bound_items(items)
     pool = None
@@ -414,13 +416,17 @@ def _inference_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sh
 
 
 def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
-                       engine: Engine, phases: tuple[str, ...]) -> list[Item]:
+                       engine: Engine, phases: tuple[str, ...], card: Card | None,
+                       interconnect: str | None) -> list[Item]:
     """What every phase holds whatever the task: the CUDA context, NCCL buffers of the
-    placement, and the allocator's slack over the weight tensors."""
+    placement (over the offer's interconnect, else the card's default link), and the
+    allocator's slack over the weight tensors."""
     if sheet.task == "inference":
-        nccl = nccl_item(share.gpus, phases, share.strategy)
+        nccl = nccl_item(share.gpus, phases, share.strategy, card=card,
+                         interconnect=interconnect)
     else:
-        nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True)
+        nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True,
+                         card=card, interconnect=interconnect)
     return [cuda_context_item(phases), nccl,
             allocator_slack_item(_weight_tensor_sizes(facts, plan, share, engine.name), phases)]
 

@@ -7,8 +7,14 @@ cuBLAS workspaces are allocated through the caching allocator, so they count in 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..units import MiB
 from .items import Item
+from .nccl import NCCL_SOURCE, nccl_buffers, within_node_link
+
+if TYPE_CHECKING:
+    from ..catalog.types import Card
 
 __all__ = ["cuda_context_item", "nccl_item", "allocator_slack_item", "cublas_workspace_item",
            "CUDA_CONTEXT_BYTES", "cublas_workspace_bytes"]
@@ -58,20 +64,29 @@ _NO_COLLECTIVES = {
 
 
 def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
-              training: bool = False) -> Item:
-    """NCCL communicator buffers: not live without collectives (one GPU, device-map layer
-    placement, independent replicas); unknown otherwise (they depend on the NCCL version,
-    channels, protocols and topology: NCCL_BUFFSIZE is 4 MiB per channel per peer for the Simple
-    protocol, NCCL docs "Environment Variables")."""
+              training: bool = False, card: Card | None = None,
+              interconnect: str | None = None) -> Item:
+    """NCCL communicator buffers within one node, declared from NCCL's documented defaults
+    (``memory.nccl``: channels × peers × 12 MiB per connection + NVLS buffers, NCCL >= 2.21;
+    NCCL docs "Environment Variables", NCCL_BUFFSIZE 4 MiB for Simple). Not live without
+    collectives: one GPU, device-map layer placement, independent inference replicas.
+
+    Args:
+        gpus: GPUs of the placement (one node).
+        phases: phases the buffers are live in (all: a communicator lives for the process).
+        strategy: the placement strategy (its collectives: ``nccl.COLLECTIVES``).
+        training: a training sheet (ddp then all-reduces gradients).
+        card: the card, whose NVLink fact and compute capability set the default link.
+        interconnect: the offer's ``interconnect`` (``pcie``, ``nvlink``…), or None.
+    """
     if gpus == 1 or strategy == "device-map" or (strategy == "ddp" and not training):
         why = _NO_COLLECTIVES["single" if gpus == 1 else strategy]
         return Item("nccl_buffers", 0, "declared", (), why, "0 (not live)", non_torch=True)
-    return Item("nccl_buffers", None, "declared", phases,
-                "NCCL docs, Environment Variables: NCCL_BUFFSIZE (4 MiB per channel per peer, "
-                "Simple protocol); channels and protocols depend on version and topology",
-                unknown_reason=f"{gpus} GPUs communicate; NCCL's buffers depend on its version, "
-                "channel count and topology: measure them (nvidia-smi minus max_memory_reserved)",
-                non_torch=True)
+    link = within_node_link(interconnect, card)
+    buffers = nccl_buffers(gpus, strategy, link)
+    return Item("nccl_buffers", buffers.bytes, "declared", phases,
+                NCCL_SOURCE + "; replace with a measurement (nvidia-smi minus "
+                "max_memory_reserved)", buffers.formula, non_torch=True)
 
 
 def allocator_slack_item(tensor_sizes: list[tuple[int, int]], phases: tuple[str, ...]) -> Item:

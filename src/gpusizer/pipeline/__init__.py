@@ -21,9 +21,11 @@ from .measuring import measure
 from .planning import alternatives, plan, run_alternatives, run_plan
 from .quality import import_quality, lock_quality, run_quality
 from .sizing import estimate, run_estimate, run_simulate, simulate
+from .suggesting import card_table, cards, run_cards
 
 __all__ = ["SheetSource", "read_sheet", "SheetInputs", "load_sheet_inputs", "PlanInputs",
            "load_plan_inputs", "EstimateResult", "run_estimate", "estimate", "run_simulate",
            "simulate", "PlanResult", "run_plan", "plan", "run_alternatives", "alternatives",
            "FitAnswer", "run_fit", "fit", "measure", "lock_quality", "run_quality",
-           "import_quality", "resolve_facts", "required_dimensions", "checkpoint_bytes"]
+           "import_quality", "resolve_facts", "required_dimensions", "checkpoint_bytes",
+           "cards", "run_cards", "card_table"]

@@ -85,7 +85,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         evidence = EvidenceSet(evidence.docs, tuple(inputs.skipped_evidence) + evidence.ignored)
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
-    per_card: dict[str, MemoryEstimate] = {}
+    per_card: dict[tuple[str, str | None], MemoryEstimate] = {}
     simulations: dict[str, SimulationResult] = {}
     if simulate:
         from ..simulate import require_extra
@@ -95,9 +95,13 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         card, note = _card_of(offer)
         card_est = None
         if card is not None:
-            if card.name not in per_card:
-                per_card[card.name] = estimate_memory(sheet, facts, card=card)
-            card_est = per_card[card.name]
+            # one estimate per card and interconnect (the NCCL buffers of a multi-GPU placement
+            # follow the offer's link, memory.nccl)
+            key = (card.name, offer.interconnect if sheet.placement.gpus > 1 else None)
+            if key not in per_card:
+                per_card[key] = estimate_memory(sheet, facts, card=card,
+                                                interconnect=key[1])
+            card_est = per_card[key]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
                 simulations[card.name] = simulate_memory(sheet, facts, card=card,
