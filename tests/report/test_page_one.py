@@ -140,12 +140,17 @@ def test_a_big_skypilot_catalog_page_one_stays_short_and_ordered(shared_dir, tmp
     assert "headroom in the vLLM KV pool" in lines[2] + lines[3]
 
 
-def test_an_answer_that_none_fits_says_why():
-    doc = _doc(EXAMPLES / "deepseek-v3-8xh200-vllm.yaml", [H200_LOTS])
-    answer = page_one(render_markdown(doc))[2:4]
-    assert " ".join(x.strip() for x in answer) == (
-        "- Answer: no offer is estimated to fit: 1 cannot tell (nccl_buffers of unknown size); "
-        "2 are excluded (on distribution, memory).")
+def test_an_answer_that_none_fits_says_why(tmp_path):
+    # the README example (28.37 GiB device peak) on a T4 (15 GiB: its certain lower bound of
+    # 22.96 GiB alone exceeds it, memory exclude) and on a card the table does not know
+    catalog = tmp_path / "none.yaml"
+    catalog.write_text("- {id: t4-a, provider: p, card: T4, cards: 1, days: 3, total_usd: 10}\n"
+                       "- {id: mystery-b, provider: p, card: Mystery GPU 9000, cards: 1, days: 3,"
+                       " total_usd: 12}\n")
+    answer = page_one(render_markdown(_doc(catalogs=[catalog])))[2:4]
+    assert " ".join(x.strip() for x in answer).strip() == (
+        "- Answer: no offer is estimated to fit: 1 cannot tell (the card is not in the card "
+        "table); 1 is excluded (on memory).")
 
 
 def test_a_serving_engine_says_its_pool_headroom():

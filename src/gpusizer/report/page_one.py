@@ -112,11 +112,13 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
         by_state.setdefault(key, []).append(o)
     parts = []
     for key, words in (("does_not_fit", "estimated not to fit"), ("unknown", "cannot tell"),
-                       ("borderline", "are borderline"), ("fits", "fit but are not conditional"),
-                       ("excluded", "are excluded")):
+                       ("borderline", "{are} borderline"),
+                       ("fits", "{fit} but {are} not conditional"), ("excluded", "{are} excluded")):
         group = by_state.get(key, [])
         if not group:
             continue
+        one = len(group) == 1
+        words = words.format(are="is" if one else "are", fit="fits" if one else "fit")
         if key == "does_not_fit":
             closest = max(group, key=lambda o: o["headroom_bytes"] if o["headroom_bytes"]
                           is not None else -float("inf"))
