@@ -9,6 +9,7 @@ when exactly one variant fits; otherwise the card is unknown, with the reason, n
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 
 from ..errors import UnknownCardError
@@ -109,7 +110,19 @@ def resolve_card(name: str, memory_bytes: int | None = None, *,
         A :class:`CardMatch`; ``card`` is None for an unknown name and for an ambiguous name the
         memory cannot decide.
     """
-    table = table or bundled_card_table()
+    if table is None or table is bundled_card_table():
+        return _resolve_bundled(name, memory_bytes)
+    return _resolve(name, memory_bytes, table)
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve_bundled(name: str, memory_bytes: int | None) -> CardMatch:
+    """:func:`resolve_card` on the bundled table, once per distinct (name, memory) in a process:
+    a 10 000-row catalog names some forty cards (issue 12, "Speed"); a CardMatch is frozen."""
+    return _resolve(name, memory_bytes, bundled_card_table())
+
+
+def _resolve(name: str, memory_bytes: int | None, table: CardTable) -> CardMatch:
     key = normalize_card_name(name)
     card = table.by_key.get(key)
     if card is not None:
@@ -134,12 +147,22 @@ def lookup_card(name: str, memory_bytes: int | None = None) -> Card | None:
 
 def close_card_names(name: str, limit: int = 5, *, table: CardTable | None = None) -> list[str]:
     """Names of the table (as written there) closest to ``name`` (difflib ratio >= 0.6)."""
-    table = table or bundled_card_table()
+    if table is None or table is bundled_card_table():
+        return list(_close_bundled(normalize_card_name(name), limit))
+    return _close(normalize_card_name(name), limit, table)
+
+
+@functools.lru_cache(maxsize=1024)
+def _close_bundled(key: str, limit: int) -> tuple[str, ...]:
+    """:func:`close_card_names` on the bundled table, once per distinct normalized name."""
+    return tuple(_close(key, limit, bundled_card_table()))
+
+
+def _close(key: str, limit: int, table: CardTable) -> list[str]:
     display: dict[str, str] = {}
     for written in table.all_names():
         display.setdefault(normalize_card_name(written), written)
-    keys = difflib.get_close_matches(normalize_card_name(name), list(display), n=limit,
-                                     cutoff=0.6)
+    keys = difflib.get_close_matches(key, list(display), n=limit, cutoff=0.6)
     return [display[key] for key in keys]
 
 

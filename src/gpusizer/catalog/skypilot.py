@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import io
 import re
 from decimal import Decimal, InvalidOperation
@@ -151,6 +152,16 @@ def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
                   "disagree")
 
 
+@functools.lru_cache(maxsize=4096)
+def _gpu_info_memory(text: str) -> tuple[int | None, str]:
+    """:func:`per_gpu_memory_mib` of a GpuInfo cell, or (None, why unreadable); once per distinct
+    cell text (a large catalog repeats a few dozen cells; issue 12, "Speed")."""
+    try:
+        return per_gpu_memory_mib(parse_gpu_info(text))
+    except ValueError as exc:
+        return None, f"GpuInfo unreadable ({exc})"
+
+
 def _price(text: str) -> float | None:
     """A USD-per-hour cell through ``gpusizer.bounds`` (finite, 0 ≤ price ≤ MAX_USD), or None."""
     try:
@@ -232,10 +243,7 @@ class _Reader:
         notes = [f"Price is USD per hour for the whole instance ({self.document})"]
         memory_mib = None
         if cells.get("GpuInfo"):
-            try:
-                memory_mib, how = per_gpu_memory_mib(parse_gpu_info(cells["GpuInfo"]))
-            except ValueError as exc:
-                how = f"GpuInfo unreadable ({exc})"
+            memory_mib, how = _gpu_info_memory(cells["GpuInfo"])
             notes.append(how)
         memory_bytes = memory_mib * MiB if memory_mib is not None else None
         canonical, how_card = self._card(accelerator, instance_type, memory_bytes)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+import pydantic_core
 
 from .. import __version__
 from ..memory.engines import PoolSplit
@@ -195,5 +196,10 @@ def _simulations(sims: dict) -> dict[str, Any]:
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    """Pretty JSON text."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    """Pretty JSON text (2-space indent, UTF-8 characters kept, unknown types as ``str``).
+
+    pydantic-core's encoder (Rust) writes what ``json.dumps(doc, indent=2, ensure_ascii=False,
+    default=str)`` writes, five times faster on a 10 000-offer plan (40 MB: 0.18 s against
+    0.86 s; issue 12, "Speed"); floats are the same numbers, small ones spelled ``0.00001`` where
+    ``json`` writes ``1e-05``."""
+    return pydantic_core.to_json(doc, indent=2, fallback=str).decode("utf-8")
