@@ -260,11 +260,25 @@ def fit(sheet: SheetArg,
         _write(render_fit_markdown(doc), None)
 
 
+class Output(str, Enum):
+    plan = "plan"
+    estimate = "estimate"
+    simulate = "simulate"
+    fit = "fit"
+    alternatives = "alternatives"
+
+
 @app.command()
-def schema() -> None:
-    """Print the workload sheet's JSON Schema."""
+def schema(output: Annotated[Optional[Output], typer.Option(
+        "--output", help="print the JSON Schema of that command's --format json output "
+                         "instead of the sheet's")] = None) -> None:
+    """Print the workload sheet's JSON Schema; with --output, that command's JSON output's."""
     import json
 
+    if output is not None:
+        from .report.output_schema import output_schema
+        sys.stdout.write(json.dumps(output_schema(output.value), indent=2) + "\n")
+        return
     from .sheet import Sheet
     sys.stdout.write(json.dumps(Sheet.model_json_schema(), indent=2) + "\n")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.types import Card, Offer
 from ..decision.criteria import CRITERIA, OfferContext, budget
-from ..decision.invalidators import invalidators
+from ..decision.invalidators import invalidator_records
 from ..decision.results import PlanResult
 from ..decision.verdict import OfferDecision, rank_offers
 from ..evidence import EvidenceSet, citation_key, select_evidence
@@ -123,11 +123,12 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
                   "offer id differ) or without the fields its criterion reads")
                  for doc in evidence.docs if citation_key(doc.citation()) not in cited]
     evidence = EvidenceSet(evidence.docs, evidence.ignored + tuple(unapplied))
-    inval = invalidators(sheet, facts, est, decisions)
+    inval = invalidator_records(sheet, facts, est, decisions)
     files = list(inputs.catalogs)
     discrepancies = [d for f in files for d in f.discrepancies]
-    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
-                      discrepancies, simulations=simulations)
+    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src,
+                      [i.text for i in inval], discrepancies, simulations=simulations,
+                      invalidator_details=inval)
 
 
 def alternatives(inputs: PlanInputs, *, today: dt.date | None = None) -> AlternativesResult:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pydantic_core
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from ..memory.engines import PoolSplit
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
@@ -118,7 +118,8 @@ def _trainable(est: MemoryEstimate | None) -> int:
 
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
     """``gpusizer estimate --format json``."""
-    doc = {"gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+    doc = {"schema_version": SCHEMA_VERSION,
+           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
            "sheet": r.sheet.model_dump(mode="json"),
            "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
            "card": r.card.name if r.card else None,
@@ -160,6 +161,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
         })
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": r.version,
                      "catalogs": [{"file": f.path, "sha256": f.sha256, "kind": f.kind,
                                    "offers": f.offers,
@@ -172,6 +174,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,
         "checkpoint": {"bytes": r.checkpoint_bytes, "source": r.checkpoint_source},
         "invalidators": r.invalidators,
+        "invalidator_details": [i.to_json() for i in r.invalidator_details],
         "evidence": {"used": [d.citation() for d in r.evidence.docs
                               if d.file not in {f for f, _ in r.evidence.ignored}],
                      "ignored": [{"file": f, "reason": why} for f, why in r.evidence.ignored]},

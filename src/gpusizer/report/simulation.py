@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from .sections import Section
 
 __all__ = ["simulate_document", "simulation_sections"]
@@ -16,6 +16,7 @@ def simulate_document(r) -> dict[str, Any]:
     from .json_report import REGISTRY_NOTE, memory_dict, model_dict
     trainable = r.trainable_parameters if r.sheet.task != "inference" else 0
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
         "sheet": r.sheet.model_dump(mode="json"),
         "model": model_dict(r.sheet, r.facts, trainable),
