@@ -377,7 +377,8 @@ def quality_run(sheet: SheetArg,
                 device: Annotated[Optional[str], typer.Option(
                     "--device", help="cpu | cuda (default: cuda when available)")] = None) -> None:
     """Evaluate the reference format and --candidate on the frozen corpus; write evidence
-    (needs the quality extra)."""
+    (needs the quality extra). Exit 1 when the regression exceeds max_regression (the evidence
+    is written first), 2 on invalid input."""
     from .pipeline import run_quality
     try:
         r = run_quality(_load(sheet), candidate=candidate, lock_path=_lock_path(sheet, lock),
@@ -386,6 +387,8 @@ def quality_run(sheet: SheetArg,
         _fail(exc, sheet)
     from .report.quality_summary import render_quality_run_summary
     typer.echo(render_quality_run_summary(r.evidence, r.evidence_file, r.samples_file), nl=False)
+    if not r.evidence["passed"]:  # the evidence is written: it records the failure
+        raise typer.Exit(1)
 
 
 @quality_app.command("import")
@@ -397,7 +400,8 @@ def quality_import(sheet: SheetArg,
                    out: Annotated[Path, typer.Option("--out", help="folder for the evidence")],
                    lock: LockOpt = None) -> None:
     """Import lm-evaluation-harness results as quality evidence (task, version, n-shot and
-    sample count must match the locked reference)."""
+    sample count must match the locked reference). Exit 1 when the regression exceeds
+    max_regression (the evidence is written first), 2 on invalid input."""
     from .pipeline import import_quality
     try:
         doc, path = import_quality(_load(sheet), results, candidate=candidate,
@@ -407,6 +411,8 @@ def quality_import(sheet: SheetArg,
         _fail(exc, sheet)
     from .report.quality_summary import render_lm_eval_import_summary
     typer.echo(render_lm_eval_import_summary(doc, path), nl=False)
+    if not doc["passed"]:  # the evidence is written: it records the failure
+        raise typer.Exit(1)
 
 
 @app.command()

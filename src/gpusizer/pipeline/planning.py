@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..catalog.types import Card, Offer
-from ..decision.criteria import CRITERIA, OfferContext, budget
+from ..decision.criteria import CRITERIA, OfferContext, budget, scope_mismatch
 from ..decision.invalidators import invalidator_records
 from ..decision.results import PlanResult
 from ..decision.verdict import OfferDecision, rank_offers
@@ -119,8 +119,8 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
                                                             if card_est is not None else None)))
     rank_offers(decisions)
     cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
-    unapplied = [(doc.file, "in scope of no offer (card and device bytes, provider and image, or "
-                  "offer id differ) or without the fields its criterion reads")
+    offers = [(d.offer, d.card) for d in decisions]
+    unapplied = [(doc.file, f"in scope of no offer: {scope_mismatch(doc, offers)}")
                  for doc in evidence.docs if citation_key(doc.citation()) not in cited]
     evidence = EvidenceSet(evidence.docs, evidence.ignored + tuple(unapplied))
     inval = invalidator_records(sheet, facts, est, decisions)
