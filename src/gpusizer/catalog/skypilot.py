@@ -11,8 +11,9 @@ the offer keeps ``usd_per_hour`` and ``total_usd`` stays None.
 
 ``GpuInfo`` is a Python-literal dict (with JSON ``null`` in some files), parsed by walking its
 syntax tree (never ``eval``). Its ``MemoryInfo.SizeInMiB`` is per GPU in most files but the total
-over the row's GPUs in vast's (2x-H200: 287542 = 2 × 143771); ``Count`` and
-``TotalGpuMemoryInMiB`` tell which. That figure is a claim: the card table's device bytes win, and
+over the row's GPUs in vast's (2x-H200: 287542 = 2 × 143771); where ``TotalGpuMemoryInMiB``
+repeats it on a multi-GPU row, the per-GPU reading wins unless the card table says the card has
+``SizeInMiB ÷ Count`` (:func:`per_gpu_memory_mib`). That figure is a claim: the card table's device bytes win, and
 each claim off by more than :data:`DISCREPANCY_THRESHOLD` is returned as a
 :class:`CatalogDiscrepancy`.
 """
@@ -26,13 +27,14 @@ import io
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Callable
 
 from ..bounds import MAX_BYTES, MAX_COUNT, MAX_USD, NumberProblem, number_from_text
 from ..errors import CatalogError
 from ..input_files import read_input
 from ..units import GiB, MiB, fmt_bytes
 from .card_table import bundled_card_table
-from .cards import resolve_card
+from .cards import memory_fits_card, resolve_card
 from .catalog_file import CatalogDiscrepancy, CatalogFile, SkippedRow, sha256_hex
 from .offer_row import HOURS_PER_DAY
 from .types import Offer
@@ -123,11 +125,19 @@ def _whole(value: object) -> int | None:
     return int(value) if float(value).is_integer() else None
 
 
-def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
+def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = None
+                       ) -> tuple[int | None, str]:
     """Per-GPU memory a GpuInfo claims, MiB, and how it was read.
 
-    ``SizeInMiB`` is per GPU when ``TotalGpuMemoryInMiB = SizeInMiB × Count``; it is the row's
-    total when ``TotalGpuMemoryInMiB = SizeInMiB`` with ``Count > 1`` (vast), then divided.
+    ``SizeInMiB`` is per GPU when ``TotalGpuMemoryInMiB = SizeInMiB × Count``. When
+    ``TotalGpuMemoryInMiB = SizeInMiB`` with ``Count > 1`` the row is ambiguous: vast writes the
+    row's total in both (2x-H200: 287542 = 2 × 143771), other providers the per-GPU figure in
+    both. The per-GPU reading of ``SizeInMiB`` wins, unless ``fits_card`` (does this per-GPU
+    MiB figure fit the card the row names?) rejects it and accepts ``SizeInMiB ÷ Count``.
+
+    Args:
+        info: the parsed GpuInfo cell.
+        fits_card: a predicate on a per-GPU MiB figure, or None (no card to ask).
 
     Returns:
         (MiB or None, a sentence saying how, or why unknown).
@@ -145,21 +155,48 @@ def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
     if count == 1 or (total is not None and total == size * count):
         return size, "GpuInfo SizeInMiB is per GPU"
     if total == size:
-        if size % count:
-            return None, f"GpuInfo SizeInMiB {size} is a {count}-GPU total not divisible by {count}"
-        return size // count, f"GpuInfo SizeInMiB {size} is the total of {count} GPUs; divided"
+        share = size // count if size % count == 0 else None
+        if (fits_card is not None and not fits_card(size) and share is not None
+                and fits_card(share)):
+            return share, (f"GpuInfo SizeInMiB {size} is the total of {count} GPUs (the card "
+                           f"has {share} MiB); divided")
+        return size, (f"GpuInfo SizeInMiB {size} taken per GPU (TotalGpuMemoryInMiB repeats it "
+                      f"for {count} GPUs)")
     return None, (f"GpuInfo SizeInMiB {size}, Count {count} and TotalGpuMemoryInMiB {total} "
                   "disagree")
 
 
 @functools.lru_cache(maxsize=4096)
-def _gpu_info_memory(text: str) -> tuple[int | None, str]:
-    """:func:`per_gpu_memory_mib` of a GpuInfo cell, or (None, why unreadable); once per distinct
-    cell text (a large catalog repeats a few dozen cells; issue 12, "Speed")."""
+def _gpu_info_memory(text: str, accelerator: str, instance_type: str
+                     ) -> tuple[int | None, str]:
+    """:func:`per_gpu_memory_mib` of a GpuInfo cell, asking the card table whether a figure
+    fits the card the row names, or (None, why unreadable); once per distinct cell (a large
+    catalog repeats a few dozen; issue 12, "Speed")."""
+    def fits_card(mib: int) -> bool:
+        name, _ = _card_of(accelerator, instance_type, mib * MiB)
+        return name is not None and memory_fits_card(mib * MiB,
+                                                     bundled_card_table().by_name(name))
+
     try:
-        return per_gpu_memory_mib(parse_gpu_info(text))
+        return per_gpu_memory_mib(parse_gpu_info(text), fits_card)
     except ValueError as exc:
         return None, f"GpuInfo unreadable ({exc})"
+
+
+def _card_of(accelerator: str, instance_type: str, memory_bytes: int | None
+             ) -> tuple[str | None, str]:
+    """The canonical card a row names (its AcceleratorName, else vast's variant in the instance
+    type), decided by ``memory_bytes`` where the name is ambiguous, and how."""
+    match = resolve_card(accelerator, memory_bytes)
+    if match.card is not None:
+        return match.card.name, match.reason
+    variant = _VARIANT_IN_INSTANCE_TYPE.match(instance_type)
+    if variant:
+        by_type = resolve_card(variant.group("variant"), memory_bytes)
+        if by_type.card is not None:
+            return by_type.card.name, (f"{match.reason}; decided by the instance type "
+                                       f"{instance_type!r}: {by_type.reason}")
+    return None, f"card unknown: {match.reason}"
 
 
 def _price(text: str) -> float | None:
@@ -207,19 +244,6 @@ class _Reader:
         self.ids.add(offer_id)
         return offer_id
 
-    def _card(self, accelerator: str, instance_type: str, memory_bytes: int | None
-              ) -> tuple[str | None, str]:
-        match = resolve_card(accelerator, memory_bytes)
-        if match.card is not None:
-            return match.card.name, match.reason
-        variant = _VARIANT_IN_INSTANCE_TYPE.match(instance_type)
-        if variant:
-            by_type = resolve_card(variant.group("variant"), memory_bytes)
-            if by_type.card is not None:
-                return by_type.card.name, (f"{match.reason}; decided by the instance type "
-                                           f"{instance_type!r}: {by_type.reason}")
-        return None, f"card unknown: {match.reason}"
-
     def row(self, number: int, cells: dict[str, str]) -> None:
         instance_type = cells.get("InstanceType", "")
         accelerator = cells.get("AcceleratorName", "")
@@ -243,10 +267,10 @@ class _Reader:
         notes = [f"Price is USD per hour for the whole instance ({self.document})"]
         memory_mib = None
         if cells.get("GpuInfo"):
-            memory_mib, how = _gpu_info_memory(cells["GpuInfo"])
+            memory_mib, how = _gpu_info_memory(cells["GpuInfo"], accelerator, instance_type)
             notes.append(how)
         memory_bytes = memory_mib * MiB if memory_mib is not None else None
-        canonical, how_card = self._card(accelerator, instance_type, memory_bytes)
+        canonical, how_card = _card_of(accelerator, instance_type, memory_bytes)
         notes.append(how_card)
         host_ram = _host_ram_bytes(cells["MemoryGiB"]) if cells.get("MemoryGiB") else None
         if cells.get("MemoryGiB") and host_ram is None:
