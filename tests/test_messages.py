@@ -135,3 +135,65 @@ def test_ignored_evidence_says_which_scope_field_differed(tmp_path):
     # RTX 6000 Ada: 49140 MiB = 51 527 024 640 B in the card table; the run saw 1 MiB less
     assert ("its scope.device_bytes 51525976064 differs from RTX 6000 Ada's 51527024640 in the "
             "card table") in why["e3.json"]
+
+
+def _skypilot(tmp_path, *rows: tuple[str, int, int]) -> Path:
+    """A vms.csv of one-GPU rows (accelerator, SizeInMiB, USD per hour)."""
+    lines = ["InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,Region"]
+    for i, (name, mib, usd) in enumerate(rows):
+        info = (f"{{'Gpus': [{{'Name': '{name}', 'Count': 1, 'MemoryInfo': {{'SizeInMiB': {mib}}}"
+                f"}}], 'TotalGpuMemoryInMiB': {mib}}}")
+        lines.append(f'1x-{name}-{i},{name},1,8,64,"{info}",{usd},r{i}')
+    path = tmp_path / "test_vms.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _offers(sheet_path: Path, catalog: Path) -> dict[str, dict]:
+    doc = api.plan(sheet_path, catalogs=[catalog], today=TODAY).to_json()
+    return {o["card"]: o for o in doc["offers"]}, doc
+
+
+def test_an_unknown_card_is_judged_at_the_catalogs_claim(tmp_path):
+    from gpusizer.sheet import load_sheet
+    # L40 is not in the card table; the catalog claims 49152 MiB = 51 539 607 552 B per GPU
+    offers, doc = _offers(SERVING, _skypilot(tmp_path, ("L40", 49152, 1)))
+    o = offers["L40"]
+    claim = 49152 * 2**20
+    assert o["canonical_card"] is None and o["device_bytes"] is None
+    assert o["claimed_device_bytes"] == claim and o["estimated_fit_basis"] == "catalog's claim"
+    margin = load_sheet(SERVING).margin.of(claim)  # 5 % of the claim
+    assert o["estimated_fit"] == "fits"
+    assert o["headroom_bytes"] == claim - margin - doc["memory"]["device_peak_bytes"]
+    memory = o["criteria"]["memory"]
+    assert memory["state"] == "to_confirm"  # a claim proves nothing (R4)
+    assert "(catalog's claim): fits" in memory["reason"]
+
+
+def test_an_ambiguous_name_of_one_memory_is_judged_at_that_memory(tmp_path):
+    from gpusizer.sheet import load_sheet
+    # 'H100' with 81920 MiB fits H100 SXM and H100 PCIe, both 81559 MiB = 85 520 809 984 B
+    offers, doc = _offers(SERVING, _skypilot(tmp_path, ("H100", 81920, 2)))
+    o = offers["H100"]
+    device = 81559 * 2**20
+    assert o["canonical_card"] is None and o["claimed_device_bytes"] == 81920 * 2**20
+    assert "H100 SXM, H100 PCIe" in o["estimated_fit_basis"]
+    assert o["estimated_fit"] == "fits"
+    assert o["headroom_bytes"] == (device - load_sheet(SERVING).margin.of(device)
+                                   - doc["memory"]["device_peak_bytes"])
+    assert o["criteria"]["memory"]["state"] == "to_confirm"
+
+
+def test_memory_is_excluded_when_the_lower_bound_exceeds_every_variant(tmp_path):
+    # RTX 3060 is 12 GB (card table) or 8 GB (unlisted variants): a claim of 8192 MiB leaves
+    # the name undecided; the README example's certain lower bound is weights
+    # 16 060 522 496 B + KV cache 8 GiB = 24 650 457 088 B, above every variant
+    offers, _ = _offers(SERVING, _skypilot(tmp_path, ("RTX3060", 8192, 1), ("A100", 60000, 3)))
+    assert offers["RTX3060"]["canonical_card"] is None
+    memory = offers["RTX3060"]["criteria"]["memory"]
+    assert memory["state"] == "exclude" and offers["RTX3060"]["verdict"] == "excluded"
+    assert "24 650 457 088 B) per GPU exceed every card 'RTX3060' may mean" in memory["reason"]
+    # 60000 MiB fits neither A100: it may mean 40 GB or 80 GB, the bound is below 80 GB, so
+    # memory stays to confirm
+    assert offers["A100"]["canonical_card"] is None
+    assert offers["A100"]["criteria"]["memory"]["state"] == "to_confirm"

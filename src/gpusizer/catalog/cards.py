@@ -19,7 +19,8 @@ from .types import Card, Offer
 
 __all__ = [
     "CardMatch", "MEMORY_MATCH_TOLERANCE", "resolve_card", "lookup_card", "require_card",
-    "close_card_names", "all_cards", "memory_fits_card", "resolve_offer_card",
+    "close_card_names", "all_cards", "memory_fits_card", "resolve_offer_card", "VariantMemory",
+    "variant_memory",
 ]
 
 MEMORY_MATCH_TOLERANCE = 0.12
@@ -207,3 +208,47 @@ def resolve_offer_card(offer: Offer) -> CardMatch:
                                                f"in the card table ({table.file})")
         return CardMatch(offer.card, card, f"decided by the catalog reader: {card.name}")
     return resolve_card(offer.card, offer.catalog_memory_bytes, table=table)
+
+
+@dataclass(frozen=True)
+class VariantMemory:
+    """The memory of the cards an undecided ambiguous name may mean.
+
+    Attributes:
+        names: the variants left (the match's candidates), canonical or unlisted names.
+        every: every variant the name may mean (the table's cards, then the unlisted ones).
+        common_bytes: the device bytes every candidate has (nvidia-smi total of the table's
+            cards, each unlisted variant's nominal size within :data:`MEMORY_MATCH_TOLERANCE`
+            of it), or None when they differ.
+        largest_bytes: the most memory any variant of the name may have, whatever memory the
+            caller saw: the table's device bytes, or an unlisted variant's nominal size read
+            as GiB (the larger reading of GB / GiB).
+    """
+
+    names: tuple[str, ...]
+    every: tuple[str, ...]
+    common_bytes: int | None
+    largest_bytes: int
+
+
+def variant_memory(match: CardMatch, *, table: CardTable | None = None) -> VariantMemory | None:
+    """The memory of the variants an ambiguous name left undecided (``match.card`` None with
+    candidates), or None for a decided, unknown or unambiguous name, or a variant of unknown
+    memory."""
+    table = table or bundled_card_table()
+    entry = table.ambiguous_by_key.get(normalize_card_name(match.query))
+    if match.card is not None or entry is None or not match.candidates:
+        return None
+    every = [table.by_name(n).device_bytes.value for n in entry.cards]
+    listed = [table.by_name(n) for n in match.candidates if n in entry.cards]
+    unlisted = [v for v in entry.unlisted if v.name in match.candidates]
+    sizes = [c.device_bytes.value for c in listed]
+    if any(not isinstance(b, int) for b in every):
+        return None
+    # every variant of the name, not only those a memory claim left: a claim proves nothing
+    largest = max([*every, *(v.nominal_gb * GiB for v in entry.unlisted)])
+    common = sizes[0] if sizes and len(set(sizes)) == 1 else None
+    if common is not None and not all(_fits_nominal(common, v.nominal_gb) for v in unlisted):
+        common = None
+    every_name = entry.cards + tuple(v.name for v in entry.unlisted)
+    return VariantMemory(tuple(match.candidates), every_name, common, largest)

@@ -40,7 +40,7 @@ from .offer_row import HOURS_PER_DAY
 from .types import Offer
 
 __all__ = [
-    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "is_skypilot_header", "read_skypilot_csv",
+    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "SIZE_IS_TOTAL_PROVIDERS", "is_skypilot_header", "read_skypilot_csv",
     "read_skypilot_text", "provider_from_path", "parse_gpu_info", "per_gpu_memory_mib",
     "describe_discrepancy",
 ]
@@ -50,6 +50,12 @@ SKYPILOT_COLUMNS: tuple[str, ...] = (
     "Price", "SpotPrice", "Region",
 )
 _REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
+
+SIZE_IS_TOTAL_PROVIDERS = frozenset({"vast"})
+"""Providers whose multi-GPU rows give the row's total as ``SizeInMiB`` (and repeat it as
+``TotalGpuMemoryInMiB``): in skypilot-catalog v8 ``vast/vms.csv`` every multi-GPU row of a
+card the table knows reads N × the card's nvidia-smi total (2x-H200: 287542 = 2 × 143771 MiB),
+so its rows of unknown cards are read the same way."""
 
 DISCREPANCY_THRESHOLD = 0.001
 """Relative gap (fraction) above which a catalog's per-GPU memory claim is reported.
@@ -125,19 +131,22 @@ def _whole(value: object) -> int | None:
     return int(value) if float(value).is_integer() else None
 
 
-def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = None
-                       ) -> tuple[int | None, str]:
+def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = None, *,
+                       size_is_total: bool = False) -> tuple[int | None, str]:
     """Per-GPU memory a GpuInfo claims, MiB, and how it was read.
 
     ``SizeInMiB`` is per GPU when ``TotalGpuMemoryInMiB = SizeInMiB × Count``. When
     ``TotalGpuMemoryInMiB = SizeInMiB`` with ``Count > 1`` the row is ambiguous: vast writes the
     row's total in both (2x-H200: 287542 = 2 × 143771), other providers the per-GPU figure in
-    both. The per-GPU reading of ``SizeInMiB`` wins, unless ``fits_card`` (does this per-GPU
-    MiB figure fit the card the row names?) rejects it and accepts ``SizeInMiB ÷ Count``.
+    both. The card decides where it can (``fits_card``: does this per-GPU MiB figure fit the
+    card the row names?); otherwise the provider's convention (``size_is_total``), else the
+    per-GPU reading of ``SizeInMiB`` wins.
 
     Args:
         info: the parsed GpuInfo cell.
         fits_card: a predicate on a per-GPU MiB figure, or None (no card to ask).
+        size_is_total: the provider writes the row's total in ``SizeInMiB``
+            (:data:`SIZE_IS_TOTAL_PROVIDERS`).
 
     Returns:
         (MiB or None, a sentence saying how, or why unknown).
@@ -156,10 +165,14 @@ def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = Non
         return size, "GpuInfo SizeInMiB is per GPU"
     if total == size:
         share = size // count if size % count == 0 else None
-        if (fits_card is not None and not fits_card(size) and share is not None
-                and fits_card(share)):
+        per_gpu = fits_card is not None and fits_card(size)
+        divided = fits_card is not None and share is not None and fits_card(share)
+        if share is not None and divided and not per_gpu:
             return share, (f"GpuInfo SizeInMiB {size} is the total of {count} GPUs (the card "
                            f"has {share} MiB); divided")
+        if share is not None and size_is_total and not per_gpu:
+            return share, (f"GpuInfo SizeInMiB {size} is the total of {count} GPUs (this "
+                           "provider writes totals); divided")
         return size, (f"GpuInfo SizeInMiB {size} taken per GPU (TotalGpuMemoryInMiB repeats it "
                       f"for {count} GPUs)")
     return None, (f"GpuInfo SizeInMiB {size}, Count {count} and TotalGpuMemoryInMiB {total} "
@@ -167,7 +180,7 @@ def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = Non
 
 
 @functools.lru_cache(maxsize=4096)
-def _gpu_info_memory(text: str, accelerator: str, instance_type: str
+def _gpu_info_memory(text: str, accelerator: str, instance_type: str, size_is_total: bool
                      ) -> tuple[int | None, str]:
     """:func:`per_gpu_memory_mib` of a GpuInfo cell, asking the card table whether a figure
     fits the card the row names, or (None, why unreadable); once per distinct cell (a large
@@ -178,7 +191,7 @@ def _gpu_info_memory(text: str, accelerator: str, instance_type: str
                                                      bundled_card_table().by_name(name))
 
     try:
-        return per_gpu_memory_mib(parse_gpu_info(text), fits_card)
+        return per_gpu_memory_mib(parse_gpu_info(text), fits_card, size_is_total=size_is_total)
     except ValueError as exc:
         return None, f"GpuInfo unreadable ({exc})"
 
@@ -267,7 +280,8 @@ class _Reader:
         notes = [f"Price is USD per hour for the whole instance ({self.document})"]
         memory_mib = None
         if cells.get("GpuInfo"):
-            memory_mib, how = _gpu_info_memory(cells["GpuInfo"], accelerator, instance_type)
+            memory_mib, how = _gpu_info_memory(cells["GpuInfo"], accelerator, instance_type,
+                                               self.provider in SIZE_IS_TOTAL_PROVIDERS)
             notes.append(how)
         memory_bytes = memory_mib * MiB if memory_mib is not None else None
         canonical, how_card = _card_of(accelerator, instance_type, memory_bytes)

@@ -14,6 +14,7 @@ from typing import Literal
 from ..catalog.types import Card, Offer
 from ..evidence import EvidenceDoc, EvidenceSet
 from ..memory.engines import engine_of
+from .unknown_card import UnknownCardFit
 from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
@@ -51,6 +52,8 @@ class OfferContext:
         checkpoint_source: how ``checkpoint_bytes`` was obtained (safetensors headers, arithmetic).
         card_note: why the card is unknown or ambiguous, if it is.
         simulated: the simulated memory under this card's rules (``plan --simulate``), or None.
+        unknown_card: for an unknown or undecided card, the fit at the memory a claim or the
+            variants give (``decision.unknown_card``), or None.
     """
 
     sheet: Sheet
@@ -66,6 +69,7 @@ class OfferContext:
     checkpoint_source: str = ""
     required: dict[str, int] = field(default_factory=dict)
     simulated: MemoryEstimate | None = None
+    unknown_card: UnknownCardFit | None = None
 
 
 def _offer_doc(ctx: OfferContext) -> dict:
@@ -274,9 +278,7 @@ def memory(ctx: OfferContext) -> Criterion:
     required dimensions; acceptable only with an in-scope measurement of the full cycle within
     the margin; otherwise the fit judgement, to confirm."""
     if ctx.card is None or ctx.estimate is None:
-        return Criterion("to_confirm", ctx.card_note or f"card {ctx.offer.card!r} is unknown to "
-                         "the card table: its memory is unknown (never guessed)",
-                         "name the exact card model and its nvidia-smi memory.total")
+        return _unknown_card_memory(ctx)
     judgement = judge_on_card(ctx.estimate, ctx.card, ctx.sheet.margin)
     device, margin = judgement.device_bytes, judgement.margin_bytes
     doc, rung = _limit_rung(ctx)
@@ -326,6 +328,24 @@ def memory(ctx: OfferContext) -> Criterion:
 def _card_citation(card: Card) -> dict:
     return {"document": "gpusizer card table", "version": "bundled",
             "scope": f"{card.name}: {card.device_bytes.source}"}
+
+
+def _unknown_card_memory(ctx: OfferContext) -> Criterion:
+    """Memory for a card the table does not decide: ``exclude`` when the certain lower bound
+    exceeds every card the name may mean, else ``to_confirm``, quoting the fit at the memory
+    the variants or the catalog's claim give (a claim proves nothing, R4)."""
+    reason = ctx.card_note or (f"card {ctx.offer.card!r} is unknown to the card table: its "
+                               "memory is unknown (never guessed)")
+    known = ctx.unknown_card
+    if known is not None and known.excluded is not None:
+        return Criterion("exclude", known.excluded, None, (_offer_doc(ctx),))
+    if known is not None and known.judgement is not None:
+        fit = known.judgement.state.replace("_", " ")
+        reason += (f"; estimated fit at {fmt_bytes(known.basis_bytes)} per GPU ({known.basis}): "
+                   f"{fit} ({known.judgement.reason}), which proves nothing until the card is "
+                   "known")
+    return Criterion("to_confirm", reason,
+                     "name the exact card model and its nvidia-smi memory.total")
 
 
 def judged_memory(judgement: FitJudgement, card: Card, *,

@@ -8,10 +8,12 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..catalog.cards import CardMatch
 from ..catalog.types import Card, Offer
 from ..decision.criteria import CRITERIA, OfferContext, budget, scope_mismatch
 from ..decision.invalidators import invalidator_records
 from ..decision.results import PlanResult
+from ..decision.unknown_card import unknown_card_fit
 from ..decision.verdict import OfferDecision, rank_offers
 from ..evidence import EvidenceSet, citation_key, select_evidence
 from ..memory.checkpoint import checkpoint_bytes
@@ -28,10 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["run_plan", "plan", "run_alternatives", "alternatives"]
 
 
-def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
+def _card_of(offer: Offer) -> tuple[Card | None, str | None, CardMatch]:
     from ..catalog.cards import resolve_offer_card
     match = resolve_offer_card(offer)
-    return match.card, (None if match.card else match.reason)
+    return match.card, (None if match.card else match.reason), match
 
 
 def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
@@ -92,8 +94,10 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         require_extra()
     decisions = []
     for offer in inputs.offers:
-        card, note = _card_of(offer)
+        card, note, match = _card_of(offer)
         card_est = None
+        unknown = None if card is not None else unknown_card_fit(est, offer, match,
+                                                                sheet.margin)
         if card is not None:
             if card.name not in per_card:
                 per_card[card.name] = estimate_memory(sheet, facts, card=card)
@@ -107,7 +111,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         ctx = OfferContext(sheet=sheet, facts=facts, offer=offer, card=card, estimate=card_est,
                            evidence=evidence, total_usd=total, days=offer_days,
                            checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
-                           required=required,
+                           required=required, unknown_card=unknown,
                            simulated=(simulations[card.name].memory
                                       if card is not None and card.name in simulations else None))
         crit = {}
@@ -116,7 +120,8 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
                                        card_note=note, fit=(judge_on_card(card_est, card,
                                                                           sheet.margin)
-                                                            if card_est is not None else None)))
+                                                            if card_est is not None else None),
+                                       unknown_card=unknown))
     rank_offers(decisions)
     cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
     offers = [(d.offer, d.card) for d in decisions]

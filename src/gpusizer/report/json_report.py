@@ -138,6 +138,17 @@ def _fit_keys(j: FitJudgement | None) -> dict[str, Any]:
     return {"estimated_fit": j.state, "headroom_bytes": j.headroom_bytes}
 
 
+def _claim_keys(d) -> dict[str, Any]:
+    """``claimed_device_bytes`` (the catalog's own per-GPU memory for a card the table does not
+    decide; CONTRACT.md) and ``estimated_fit_basis``: what ``estimated_fit`` was judged at
+    (``card table``, ``catalog's claim``, the variants' common memory, or null)."""
+    known = d.unknown_card
+    if d.card is not None:
+        return {"claimed_device_bytes": None, "estimated_fit_basis": "card table"}
+    return {"claimed_device_bytes": known.claimed_device_bytes if known else None,
+            "estimated_fit_basis": known.basis if known and known.judgement else None}
+
+
 def plan_document(r: PlanResult) -> dict[str, Any]:
     """``gpusizer plan --format json`` (CONTRACT.md)."""
     offers = []
@@ -148,7 +159,8 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "canonical_card": d.card.name if d.card else None, "cards": o.cards,
             "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
             "device_bytes": d.card.device_bytes.value if d.card else None,
-            **_fit_keys(d.fit),
+            **_fit_keys(d.fit or (d.unknown_card.judgement if d.unknown_card else None)),
+            **_claim_keys(d),
             "spot": o.spot, "card_note": d.card_note,
             **_pool_blocks(d.estimate.pool if d.estimate else None),
             "memory": ({"peak_bytes": d.estimate.peak_bytes,

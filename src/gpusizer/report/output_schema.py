@@ -203,6 +203,10 @@ class OfferOut(_Out):
     claimed_device_bytes: int | None = Field(
         None, description="for a card the table does not know: the catalog's own per-GPU "
                           "memory (its claim), used only for estimated_fit")
+    estimated_fit_basis: str | None = Field(
+        None, description="what estimated_fit was judged at: `card table`, `catalog's claim`, "
+                          "or the memory every variant of an ambiguous name has; null when "
+                          "nothing gives a memory figure")
     estimated_fit: EstimatedFit
     headroom_bytes: int | None = Field(description="device bytes - device peak - margin; for a "
                                                    "serving engine the pool's spare KV bytes")
