@@ -455,7 +455,14 @@ def version() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    The cyclic garbage collector's first threshold is raised from 700 to 50 000 allocations:
+    a plan builds some 30 dicts and strings per offer, and on a 10 000-offer catalog the default
+    runs hundreds of collections over a heap that holds no cycle worth freeing (0.2 s of 1.3 s
+    CPU; issue 12, "Speed"). The process is short-lived; memory is released at exit."""
+    import gc
+    gc.set_threshold(50_000, 20, 100)
     app()
 
 

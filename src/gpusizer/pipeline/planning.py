@@ -13,12 +13,12 @@ from ..catalog.types import Card, Offer
 from ..decision.criteria import CRITERIA, OfferContext, budget, scope_mismatch
 from ..decision.invalidators import invalidator_records
 from ..decision.results import PlanResult
-from ..decision.unknown_card import unknown_card_fit
+from ..decision.unknown_card import UnknownCardFit, unknown_card_fit
 from ..decision.verdict import OfferDecision, rank_offers
 from ..evidence import EvidenceSet, citation_key, select_evidence
 from ..memory.checkpoint import checkpoint_bytes
 from ..memory.estimate import estimate_memory
-from ..memory.fit_rule import judge_on_card
+from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
 from .inputs import PlanInputs, load_plan_inputs
@@ -88,6 +88,8 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}
+    fits: dict[str, FitJudgement] = {}  # the fit rule's answer per card (its estimate's)
+    unknown_fits: dict[tuple, UnknownCardFit | None] = {}
     simulations: dict[str, SimulationResult] = {}
     if simulate:
         from ..simulate import require_extra
@@ -96,11 +98,14 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     for offer in inputs.offers:
         card, note, match = _card_of(offer)
         card_est = None
-        unknown = None if card is not None else unknown_card_fit(est, offer, match,
-                                                                sheet.margin)
+        key = (offer.card, offer.catalog_memory_bytes, offer.canonical_card)
+        if card is None and key not in unknown_fits:  # one judgement per distinct claim
+            unknown_fits[key] = unknown_card_fit(est, offer, match, sheet.margin)
+        unknown = None if card is not None else unknown_fits[key]
         if card is not None:
             if card.name not in per_card:
                 per_card[card.name] = estimate_memory(sheet, facts, card=card)
+                fits[card.name] = judge_on_card(per_card[card.name], card, sheet.margin)
             card_est = per_card[card.name]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
@@ -118,9 +123,8 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
-                                       card_note=note, fit=(judge_on_card(card_est, card,
-                                                                          sheet.margin)
-                                                            if card_est is not None else None),
+                                       card_note=note,
+                                       fit=fits[card.name] if card_est is not None else None,
                                        unknown_card=unknown))
     rank_offers(decisions)
     cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
