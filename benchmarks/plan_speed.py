@@ -9,7 +9,8 @@ cells and prices are the files' own, so the card names stay the ~40 distinct one
 catalog has.
 
 Run: ``python benchmarks/plan_speed.py [N] [--rows R] [--sheet SHEET]``; prints the median and
-best wall time of N runs (default 3), the median CPU time and the ratio to the goal. Not a test: times depend on the machine.
+best wall time of N runs (default 3), the median CPU time and the ratio to the goal. Not a test:
+times depend on the machine.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def main() -> None:
     med = statistics.median(times)
     print(f"plan --format json on {args.rows} SkyPilot rows ({args.sheet}): median {med:.2f} s, "
           f"best {min(times):.2f} s over {args.n} runs (CPU user+sys median "
-          f"{statistics.median(cpu):.2f} s: other load on the machine shows as wall > CPU); JSON {size / 2**20:.1f} MiB; "
+          f"{statistics.median(cpu):.2f} s: other load on the machine shows as wall > CPU); "
+          f"JSON {size / 2**20:.1f} MiB; "
           f"{med / GOAL_S:.2f} × the {GOAL_S} s goal")
 
 

@@ -12,8 +12,9 @@ the offer keeps ``usd_per_hour`` and ``total_usd`` stays None.
 ``GpuInfo`` is a Python-literal dict (with JSON ``null`` in some files), parsed by walking its
 syntax tree (never ``eval``). Its ``MemoryInfo.SizeInMiB`` is per GPU in most files but the total
 over the row's GPUs in vast's (2x-H200: 287542 = 2 × 143771); where ``TotalGpuMemoryInMiB``
-repeats it on a multi-GPU row, the per-GPU reading wins unless the card table says the card has
-``SizeInMiB ÷ Count`` (:func:`per_gpu_memory_mib`). That figure is a claim: the card table's device bytes win, and
+repeats it on a multi-GPU row, the card table decides which reading is per GPU, then the
+provider's convention (:data:`SIZE_IS_TOTAL_PROVIDERS`), else ``SizeInMiB`` is per GPU
+(:func:`per_gpu_memory_mib`). That figure is a claim: the card table's device bytes win, and
 each claim off by more than :data:`DISCREPANCY_THRESHOLD` is returned as a
 :class:`CatalogDiscrepancy`.
 """
@@ -40,7 +41,8 @@ from .offer_row import HOURS_PER_DAY
 from .types import Offer
 
 __all__ = [
-    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "SIZE_IS_TOTAL_PROVIDERS", "is_skypilot_header", "read_skypilot_csv",
+    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "SIZE_IS_TOTAL_PROVIDERS", "is_skypilot_header",
+    "read_skypilot_csv",
     "read_skypilot_text", "provider_from_path", "parse_gpu_info", "per_gpu_memory_mib",
     "describe_discrepancy",
 ]
