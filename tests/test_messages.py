@@ -60,9 +60,17 @@ def test_vllm_compatibility_condition_names_vllms_backend_and_the_resolved_forma
     for offer in doc["offers"]:
         condition = offer["criteria"]["compatibility"]["condition"]
         # the sheet says weights: auto and attention: sdpa (the default); vLLM picks its own
-        # backend and DeepSeek-V3 stores fp8 (config.json quantization_config)
-        assert "attention vLLM's FlashAttention backend, fp8 weights" in condition
+        # backend (an MLA one for DeepSeek-V3's latent attention) and DeepSeek-V3 stores fp8
+        # (config.json quantization_config)
+        assert "attention vLLM's MLA backend" in condition and "fp8 weights" in condition
         assert "sdpa" not in condition and "auto" not in condition
+
+
+def test_vllm_compatibility_condition_without_mla_names_flashattention():
+    doc = api.plan(EXAMPLES / "validation" / "vllm10517-llama31-8b-rtx3090.yaml",
+                   today=TODAY).to_json()
+    condition = doc["offers"][0]["criteria"]["compatibility"]["condition"]
+    assert "attention vLLM's FlashAttention backend, bf16 weights" in condition
 
 
 def test_transformers_compatibility_condition_keeps_the_sheets_kernel():
