@@ -11,6 +11,10 @@ The pipeline, one module (or package) per stage, in data-flow order:
 
 __version__ = "0.1.0"
 
+SCHEMA_VERSION = 2
+"""``schema_version`` of every JSON output and evidence document gpusizer writes (CONTRACT.md):
+it rises only when a field is renamed or removed; new keys beside old ones do not raise it."""
+
 __all__ = ["__version__", "estimate", "plan"]
 
 _FROM_API = ("estimate", "plan")

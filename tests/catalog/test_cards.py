@@ -147,3 +147,21 @@ def test_skypilot_common_accelerator_names_resolve_or_are_reported(catalogs_dir)
     assert {"RTX4090", "A100-80GB", "A100-80GB-SXM", "H100-SXM", "L40S", "RTXA6000",
             "RTX6000Ada", "RTX6000-Ada", "T4", "L4", "A10G", "H200", "B200"} <= known
     assert "RTX6000" not in known  # ambiguous without memory
+
+
+def test_variant_memory_of_undecided_ambiguous_names():
+    from gpusizer.catalog.cards import resolve_card, variant_memory
+    from gpusizer.units import GiB
+    # 'H100' at 80 GiB fits H100 SXM and H100 PCIe, both 81559 MiB (card table); the name may
+    # also mean H100 NVL (95830 MiB), the largest
+    vm = variant_memory(resolve_card("H100", 80 * GiB))
+    assert vm.names == ("H100 SXM", "H100 PCIe") and vm.common_bytes == 81559 * 2**20
+    assert vm.largest_bytes == 95830 * 2**20
+    # 'A100' without memory: 40 GB or 80 GB, no common memory; the largest is the 80 GB card
+    vm = variant_memory(resolve_card("A100"))
+    assert vm.common_bytes is None and vm.largest_bytes == 81920 * 2**20
+    # 'V100' may mean an unlisted 32 GB variant: the largest is its nominal 32 GiB
+    assert variant_memory(resolve_card("V100")).largest_bytes == 32 * GiB
+    # a decided or unambiguous name has no variants
+    assert variant_memory(resolve_card("H200")) is None
+    assert variant_memory(resolve_card("RTX6000", 24 * GiB)) is None

@@ -184,3 +184,27 @@ def test_inconsistent_gpu_info_gives_no_memory():
 def test_provider_from_path():
     assert provider_from_path("data/skypilot-catalog_v8_vast_vms.csv") == "vast"
     assert provider_from_path("catalogs/v8/lambda/vms.csv") == "lambda"
+
+
+def test_size_in_mib_per_gpu_wins_when_the_total_repeats_it():
+    # issue 12: some providers write the per-GPU figure as TotalGpuMemoryInMiB on an 8-GPU row
+    info = {"Gpus": [{"Name": "A100", "Count": 8, "MemoryInfo": {"SizeInMiB": 81920}}],
+            "TotalGpuMemoryInMiB": 81920}
+    mib, how = per_gpu_memory_mib(info)
+    assert mib == 81920 and "taken per GPU" in how
+    # vast writes the row's total in both: the card table (143771 MiB per H200) decides
+    vast = {"Gpus": [{"Name": "H200", "Count": 2, "MemoryInfo": {"SizeInMiB": 287542}}],
+            "TotalGpuMemoryInMiB": 287542}
+    mib, how = per_gpu_memory_mib(vast, lambda m: m == 143771)
+    assert mib == 287542 // 2 == 143771 and "divided" in how
+
+
+def test_an_8_gpu_row_repeating_the_per_gpu_figure_claims_80_gib_per_gpu():
+    text = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price\n"
+            "8x-a100,A100-80GB,8,96,1024,\"{'Gpus': [{'Name': 'A100-80GB', 'Count': 8, "
+            "'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 81920}\",14.0\n")
+    (offer,), record = read_skypilot_text(text, file="p_vms.csv", sha256="0" * 64, days=3)
+    assert offer.catalog_memory_bytes == 81920 * MiB  # not 81920 / 8 = 10240 MiB
+    assert offer.canonical_card == "A100 80GB"
+    # 81920 MiB claimed, 81920 MiB in the card table (nvidia-smi): no discrepancy
+    assert record.discrepancies == ()

@@ -9,6 +9,7 @@ when exactly one variant fits; otherwise the card is unknown, with the reason, n
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 
 from ..errors import UnknownCardError
@@ -18,7 +19,8 @@ from .types import Card, Offer
 
 __all__ = [
     "CardMatch", "MEMORY_MATCH_TOLERANCE", "resolve_card", "lookup_card", "require_card",
-    "close_card_names", "all_cards", "memory_fits_card", "resolve_offer_card",
+    "close_card_names", "all_cards", "memory_fits_card", "resolve_offer_card", "VariantMemory",
+    "variant_memory",
 ]
 
 MEMORY_MATCH_TOLERANCE = 0.12
@@ -109,7 +111,19 @@ def resolve_card(name: str, memory_bytes: int | None = None, *,
         A :class:`CardMatch`; ``card`` is None for an unknown name and for an ambiguous name the
         memory cannot decide.
     """
-    table = table or bundled_card_table()
+    if table is None or table is bundled_card_table():
+        return _resolve_bundled(name, memory_bytes)
+    return _resolve(name, memory_bytes, table)
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve_bundled(name: str, memory_bytes: int | None) -> CardMatch:
+    """:func:`resolve_card` on the bundled table, once per distinct (name, memory) in a process:
+    a 10 000-row catalog names some forty cards (issue 12, "Speed"); a CardMatch is frozen."""
+    return _resolve(name, memory_bytes, bundled_card_table())
+
+
+def _resolve(name: str, memory_bytes: int | None, table: CardTable) -> CardMatch:
     key = normalize_card_name(name)
     card = table.by_key.get(key)
     if card is not None:
@@ -134,12 +148,22 @@ def lookup_card(name: str, memory_bytes: int | None = None) -> Card | None:
 
 def close_card_names(name: str, limit: int = 5, *, table: CardTable | None = None) -> list[str]:
     """Names of the table (as written there) closest to ``name`` (difflib ratio >= 0.6)."""
-    table = table or bundled_card_table()
+    if table is None or table is bundled_card_table():
+        return list(_close_bundled(normalize_card_name(name), limit))
+    return _close(normalize_card_name(name), limit, table)
+
+
+@functools.lru_cache(maxsize=1024)
+def _close_bundled(key: str, limit: int) -> tuple[str, ...]:
+    """:func:`close_card_names` on the bundled table, once per distinct normalized name."""
+    return tuple(_close(key, limit, bundled_card_table()))
+
+
+def _close(key: str, limit: int, table: CardTable) -> list[str]:
     display: dict[str, str] = {}
     for written in table.all_names():
         display.setdefault(normalize_card_name(written), written)
-    keys = difflib.get_close_matches(normalize_card_name(name), list(display), n=limit,
-                                     cutoff=0.6)
+    keys = difflib.get_close_matches(key, list(display), n=limit, cutoff=0.6)
     return [display[key] for key in keys]
 
 
@@ -184,3 +208,47 @@ def resolve_offer_card(offer: Offer) -> CardMatch:
                                                f"in the card table ({table.file})")
         return CardMatch(offer.card, card, f"decided by the catalog reader: {card.name}")
     return resolve_card(offer.card, offer.catalog_memory_bytes, table=table)
+
+
+@dataclass(frozen=True)
+class VariantMemory:
+    """The memory of the cards an undecided ambiguous name may mean.
+
+    Attributes:
+        names: the variants left (the match's candidates), canonical or unlisted names.
+        every: every variant the name may mean (the table's cards, then the unlisted ones).
+        common_bytes: the device bytes every candidate has (nvidia-smi total of the table's
+            cards, each unlisted variant's nominal size within :data:`MEMORY_MATCH_TOLERANCE`
+            of it), or None when they differ.
+        largest_bytes: the most memory any variant of the name may have, whatever memory the
+            caller saw: the table's device bytes, or an unlisted variant's nominal size read
+            as GiB (the larger reading of GB / GiB).
+    """
+
+    names: tuple[str, ...]
+    every: tuple[str, ...]
+    common_bytes: int | None
+    largest_bytes: int
+
+
+def variant_memory(match: CardMatch, *, table: CardTable | None = None) -> VariantMemory | None:
+    """The memory of the variants an ambiguous name left undecided (``match.card`` None with
+    candidates), or None for a decided, unknown or unambiguous name, or a variant of unknown
+    memory."""
+    table = table or bundled_card_table()
+    entry = table.ambiguous_by_key.get(normalize_card_name(match.query))
+    if match.card is not None or entry is None or not match.candidates:
+        return None
+    every = [table.by_name(n).device_bytes.value for n in entry.cards]
+    listed = [table.by_name(n) for n in match.candidates if n in entry.cards]
+    unlisted = [v for v in entry.unlisted if v.name in match.candidates]
+    sizes = [c.device_bytes.value for c in listed]
+    if any(not isinstance(b, int) for b in every):
+        return None
+    # every variant of the name, not only those a memory claim left: a claim proves nothing
+    largest = max([*every, *(v.nominal_gb * GiB for v in entry.unlisted)])
+    common = sizes[0] if sizes and len(set(sizes)) == 1 else None
+    if common is not None and not all(_fits_nominal(common, v.nominal_gb) for v in unlisted):
+        common = None
+    every_name = entry.cards + tuple(v.name for v in entry.unlisted)
+    return VariantMemory(tuple(match.candidates), every_name, common, largest)

@@ -11,8 +11,10 @@ the offer keeps ``usd_per_hour`` and ``total_usd`` stays None.
 
 ``GpuInfo`` is a Python-literal dict (with JSON ``null`` in some files), parsed by walking its
 syntax tree (never ``eval``). Its ``MemoryInfo.SizeInMiB`` is per GPU in most files but the total
-over the row's GPUs in vast's (2x-H200: 287542 = 2 × 143771); ``Count`` and
-``TotalGpuMemoryInMiB`` tell which. That figure is a claim: the card table's device bytes win, and
+over the row's GPUs in vast's (2x-H200: 287542 = 2 × 143771); where ``TotalGpuMemoryInMiB``
+repeats it on a multi-GPU row, the card table decides which reading is per GPU, then the
+provider's convention (:data:`SIZE_IS_TOTAL_PROVIDERS`), else ``SizeInMiB`` is per GPU
+(:func:`per_gpu_memory_mib`). That figure is a claim: the card table's device bytes win, and
 each claim off by more than :data:`DISCREPANCY_THRESHOLD` is returned as a
 :class:`CatalogDiscrepancy`.
 """
@@ -21,23 +23,26 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import io
 import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Callable
 
 from ..bounds import MAX_BYTES, MAX_COUNT, MAX_USD, NumberProblem, number_from_text
 from ..errors import CatalogError
 from ..input_files import read_input
 from ..units import GiB, MiB, fmt_bytes
 from .card_table import bundled_card_table
-from .cards import resolve_card
+from .cards import memory_fits_card, resolve_card
 from .catalog_file import CatalogDiscrepancy, CatalogFile, SkippedRow, sha256_hex
 from .offer_row import HOURS_PER_DAY
 from .types import Offer
 
 __all__ = [
-    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "is_skypilot_header", "read_skypilot_csv",
+    "SKYPILOT_COLUMNS", "DISCREPANCY_THRESHOLD", "SIZE_IS_TOTAL_PROVIDERS", "is_skypilot_header",
+    "read_skypilot_csv",
     "read_skypilot_text", "provider_from_path", "parse_gpu_info", "per_gpu_memory_mib",
     "describe_discrepancy",
 ]
@@ -47,6 +52,12 @@ SKYPILOT_COLUMNS: tuple[str, ...] = (
     "Price", "SpotPrice", "Region",
 )
 _REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
+
+SIZE_IS_TOTAL_PROVIDERS = frozenset({"vast"})
+"""Providers whose multi-GPU rows give the row's total as ``SizeInMiB`` (and repeat it as
+``TotalGpuMemoryInMiB``): in skypilot-catalog v8 ``vast/vms.csv`` every multi-GPU row of a
+card the table knows reads N × the card's nvidia-smi total (2x-H200: 287542 = 2 × 143771 MiB),
+so its rows of unknown cards are read the same way."""
 
 DISCREPANCY_THRESHOLD = 0.001
 """Relative gap (fraction) above which a catalog's per-GPU memory claim is reported.
@@ -122,11 +133,22 @@ def _whole(value: object) -> int | None:
     return int(value) if float(value).is_integer() else None
 
 
-def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
+def per_gpu_memory_mib(info: dict, fits_card: Callable[[int], bool] | None = None, *,
+                       size_is_total: bool = False) -> tuple[int | None, str]:
     """Per-GPU memory a GpuInfo claims, MiB, and how it was read.
 
-    ``SizeInMiB`` is per GPU when ``TotalGpuMemoryInMiB = SizeInMiB × Count``; it is the row's
-    total when ``TotalGpuMemoryInMiB = SizeInMiB`` with ``Count > 1`` (vast), then divided.
+    ``SizeInMiB`` is per GPU when ``TotalGpuMemoryInMiB = SizeInMiB × Count``. When
+    ``TotalGpuMemoryInMiB = SizeInMiB`` with ``Count > 1`` the row is ambiguous: vast writes the
+    row's total in both (2x-H200: 287542 = 2 × 143771), other providers the per-GPU figure in
+    both. The card decides where it can (``fits_card``: does this per-GPU MiB figure fit the
+    card the row names?); otherwise the provider's convention (``size_is_total``), else the
+    per-GPU reading of ``SizeInMiB`` wins.
+
+    Args:
+        info: the parsed GpuInfo cell.
+        fits_card: a predicate on a per-GPU MiB figure, or None (no card to ask).
+        size_is_total: the provider writes the row's total in ``SizeInMiB``
+            (:data:`SIZE_IS_TOTAL_PROVIDERS`).
 
     Returns:
         (MiB or None, a sentence saying how, or why unknown).
@@ -144,11 +166,52 @@ def per_gpu_memory_mib(info: dict) -> tuple[int | None, str]:
     if count == 1 or (total is not None and total == size * count):
         return size, "GpuInfo SizeInMiB is per GPU"
     if total == size:
-        if size % count:
-            return None, f"GpuInfo SizeInMiB {size} is a {count}-GPU total not divisible by {count}"
-        return size // count, f"GpuInfo SizeInMiB {size} is the total of {count} GPUs; divided"
+        share = size // count if size % count == 0 else None
+        per_gpu = fits_card is not None and fits_card(size)
+        divided = fits_card is not None and share is not None and fits_card(share)
+        if share is not None and divided and not per_gpu:
+            return share, (f"GpuInfo SizeInMiB {size} is the total of {count} GPUs (the card "
+                           f"has {share} MiB); divided")
+        if share is not None and size_is_total and not per_gpu:
+            return share, (f"GpuInfo SizeInMiB {size} is the total of {count} GPUs (this "
+                           "provider writes totals); divided")
+        return size, (f"GpuInfo SizeInMiB {size} taken per GPU (TotalGpuMemoryInMiB repeats it "
+                      f"for {count} GPUs)")
     return None, (f"GpuInfo SizeInMiB {size}, Count {count} and TotalGpuMemoryInMiB {total} "
                   "disagree")
+
+
+@functools.lru_cache(maxsize=4096)
+def _gpu_info_memory(text: str, accelerator: str, instance_type: str, size_is_total: bool
+                     ) -> tuple[int | None, str]:
+    """:func:`per_gpu_memory_mib` of a GpuInfo cell, asking the card table whether a figure
+    fits the card the row names, or (None, why unreadable); once per distinct cell (a large
+    catalog repeats a few dozen; issue 12, "Speed")."""
+    def fits_card(mib: int) -> bool:
+        name, _ = _card_of(accelerator, instance_type, mib * MiB)
+        return name is not None and memory_fits_card(mib * MiB,
+                                                     bundled_card_table().by_name(name))
+
+    try:
+        return per_gpu_memory_mib(parse_gpu_info(text), fits_card, size_is_total=size_is_total)
+    except ValueError as exc:
+        return None, f"GpuInfo unreadable ({exc})"
+
+
+def _card_of(accelerator: str, instance_type: str, memory_bytes: int | None
+             ) -> tuple[str | None, str]:
+    """The canonical card a row names (its AcceleratorName, else vast's variant in the instance
+    type), decided by ``memory_bytes`` where the name is ambiguous, and how."""
+    match = resolve_card(accelerator, memory_bytes)
+    if match.card is not None:
+        return match.card.name, match.reason
+    variant = _VARIANT_IN_INSTANCE_TYPE.match(instance_type)
+    if variant:
+        by_type = resolve_card(variant.group("variant"), memory_bytes)
+        if by_type.card is not None:
+            return by_type.card.name, (f"{match.reason}; decided by the instance type "
+                                       f"{instance_type!r}: {by_type.reason}")
+    return None, f"card unknown: {match.reason}"
 
 
 def _price(text: str) -> float | None:
@@ -196,19 +259,6 @@ class _Reader:
         self.ids.add(offer_id)
         return offer_id
 
-    def _card(self, accelerator: str, instance_type: str, memory_bytes: int | None
-              ) -> tuple[str | None, str]:
-        match = resolve_card(accelerator, memory_bytes)
-        if match.card is not None:
-            return match.card.name, match.reason
-        variant = _VARIANT_IN_INSTANCE_TYPE.match(instance_type)
-        if variant:
-            by_type = resolve_card(variant.group("variant"), memory_bytes)
-            if by_type.card is not None:
-                return by_type.card.name, (f"{match.reason}; decided by the instance type "
-                                           f"{instance_type!r}: {by_type.reason}")
-        return None, f"card unknown: {match.reason}"
-
     def row(self, number: int, cells: dict[str, str]) -> None:
         instance_type = cells.get("InstanceType", "")
         accelerator = cells.get("AcceleratorName", "")
@@ -232,13 +282,11 @@ class _Reader:
         notes = [f"Price is USD per hour for the whole instance ({self.document})"]
         memory_mib = None
         if cells.get("GpuInfo"):
-            try:
-                memory_mib, how = per_gpu_memory_mib(parse_gpu_info(cells["GpuInfo"]))
-            except ValueError as exc:
-                how = f"GpuInfo unreadable ({exc})"
+            memory_mib, how = _gpu_info_memory(cells["GpuInfo"], accelerator, instance_type,
+                                               self.provider in SIZE_IS_TOTAL_PROVIDERS)
             notes.append(how)
         memory_bytes = memory_mib * MiB if memory_mib is not None else None
-        canonical, how_card = self._card(accelerator, instance_type, memory_bytes)
+        canonical, how_card = _card_of(accelerator, instance_type, memory_bytes)
         notes.append(how_card)
         host_ram = _host_ram_bytes(cells["MemoryGiB"]) if cells.get("MemoryGiB") else None
         if cells.get("MemoryGiB") and host_ram is None:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from ..catalog.types import Card, Offer
 from ..evidence import EvidenceDoc, EvidenceSet
+from ..memory.engines import engine_of
+from .unknown_card import UnknownCardFit
 from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
@@ -20,7 +22,7 @@ from ..sheet import Sheet
 from ..units import fmt_bytes
 
 __all__ = ["State", "Criterion", "OfferContext", "CRITERIA", "workload", "compatibility", "memory",
-           "judged_memory", "quality", "distribution", "budget"]
+           "judged_memory", "quality", "distribution", "budget", "scope_mismatch"]
 
 State = Literal["acceptable", "to_confirm", "exclude"]
 
@@ -50,6 +52,8 @@ class OfferContext:
         checkpoint_source: how ``checkpoint_bytes`` was obtained (safetensors headers, arithmetic).
         card_note: why the card is unknown or ambiguous, if it is.
         simulated: the simulated memory under this card's rules (``plan --simulate``), or None.
+        unknown_card: for an unknown or undecided card, the fit at the memory a claim or the
+            variants give (``decision.unknown_card``), or None.
     """
 
     sheet: Sheet
@@ -65,6 +69,7 @@ class OfferContext:
     checkpoint_source: str = ""
     required: dict[str, int] = field(default_factory=dict)
     simulated: MemoryEstimate | None = None
+    unknown_card: UnknownCardFit | None = None
 
 
 def _offer_doc(ctx: OfferContext) -> dict:
@@ -81,6 +86,37 @@ def _in_card_scope(doc: EvidenceDoc, ctx: OfferContext) -> bool:
     c = lookup_card(doc.scope.card, memory_bytes=doc.scope.device_bytes)
     return (c is not None and c.name == ctx.card.name
             and doc.scope.device_bytes == ctx.card.device_bytes.value)
+
+
+def scope_mismatch(doc: EvidenceDoc, offers: list[tuple[Offer, Card | None]]) -> str:
+    """Which scope field keeps ``doc`` off every offer (the ignored-evidence line): for a
+    compatibility check its offer id, provider or image (R4: the offer's own environment); for
+    a measurement its card (null, unknown, rented by no offer) or its device bytes (not the card
+    table's); else that it lacks the fields its criterion reads."""
+    s = doc.scope
+    if doc.kind == "compatibility":
+        if s.offer_id is not None and all(o.id != s.offer_id for o, _ in offers):
+            return f"its scope.offer_id {s.offer_id!r} is no offer of the catalogs"
+        if all(o.provider != s.provider for o, _ in offers):
+            return (f"its scope.provider {s.provider!r} is no offer's provider ("
+                    + ", ".join(sorted({o.provider for o, _ in offers})) + ")")
+        if all(o.environment != s.environment.image for o, _ in offers
+               if o.provider == s.provider):
+            return (f"its scope.environment.image {s.environment.image!r} is not the "
+                    f"environment of any {s.provider} offer")
+    elif doc.kind in ("measurement", "placement"):
+        if s.card is None:
+            return "its scope.card is null (a run on no GPU)"
+        from ..catalog.cards import lookup_card
+        card = lookup_card(s.card, memory_bytes=s.device_bytes)
+        if card is None:
+            return f"its scope.card {s.card!r} is not in the card table"
+        if all(c is None or c.name != card.name for _, c in offers):
+            return f"its scope.card {card.name} is rented by no offer"
+        if s.device_bytes != card.device_bytes.value:
+            return (f"its scope.device_bytes {s.device_bytes} differs from {card.name}'s "
+                    f"{card.device_bytes.value} in the card table")
+    return "its scope matches, but it lacks the fields its criterion reads"
 
 
 def _limit_rung(ctx: OfferContext):
@@ -224,9 +260,18 @@ def compatibility(ctx: OfferContext) -> Criterion:
         reason += "; card rules: " + "; ".join(changes)
     software = ", ".join(ctx.sheet.requirements.software) or "the sheet's software stack"
     return Criterion("to_confirm", reason,
-                     f"run a compatibility check ({software}, the {ctx.sheet.attention} attention "
-                     f"kernel, {ctx.sheet.weights} weights) in the offer's own image",
-                     (_offer_doc(ctx),))
+                     f"run a compatibility check ({software}, {_kernel_and_format(ctx)}) in the "
+                     "offer's own image", (_offer_doc(ctx),))
+
+
+def _kernel_and_format(ctx: OfferContext) -> str:
+    """The attention kernel as the engine names it (vLLM picks its own backend; transformers
+    runs the sheet's ``attention``) and the weight format that runs on this card (``auto``
+    resolved to the checkpoint's stored format, card rules applied)."""
+    mla = ctx.facts is not None and ctx.facts.architecture.mla is not None
+    kernel = engine_of(ctx.sheet).describe_attention(ctx.sheet.attention, mla=mla)
+    runs = ctx.estimate.weights_format if ctx.estimate is not None else ctx.sheet.weights
+    return f"attention {kernel}, {runs} weights"
 
 
 def memory(ctx: OfferContext) -> Criterion:
@@ -234,9 +279,7 @@ def memory(ctx: OfferContext) -> Criterion:
     required dimensions; acceptable only with an in-scope measurement of the full cycle within
     the margin; otherwise the fit judgement, to confirm."""
     if ctx.card is None or ctx.estimate is None:
-        return Criterion("to_confirm", ctx.card_note or f"card {ctx.offer.card!r} is unknown to "
-                         "the card table: its memory is unknown (never guessed)",
-                         "name the exact card model and its nvidia-smi memory.total")
+        return _unknown_card_memory(ctx)
     judgement = judge_on_card(ctx.estimate, ctx.card, ctx.sheet.margin)
     device, margin = judgement.device_bytes, judgement.margin_bytes
     doc, rung = _limit_rung(ctx)
@@ -286,6 +329,24 @@ def memory(ctx: OfferContext) -> Criterion:
 def _card_citation(card: Card) -> dict:
     return {"document": "gpusizer card table", "version": "bundled",
             "scope": f"{card.name}: {card.device_bytes.source}"}
+
+
+def _unknown_card_memory(ctx: OfferContext) -> Criterion:
+    """Memory for a card the table does not decide: ``exclude`` when the certain lower bound
+    exceeds every card the name may mean, else ``to_confirm``, quoting the fit at the memory
+    the variants or the catalog's claim give (a claim proves nothing, R4)."""
+    reason = ctx.card_note or (f"card {ctx.offer.card!r} is unknown to the card table: its "
+                               "memory is unknown (never guessed)")
+    known = ctx.unknown_card
+    if known is not None and known.excluded is not None:
+        return Criterion("exclude", known.excluded, None, (_offer_doc(ctx),))
+    if known is not None and known.judgement is not None:
+        fit = known.judgement.state.replace("_", " ")
+        reason += (f"; estimated fit at {fmt_bytes(known.basis_bytes)} per GPU ({known.basis}): "
+                   f"{fit} ({known.judgement.reason}), which proves nothing until the card is "
+                   "known")
+    return Criterion("to_confirm", reason,
+                     "name the exact card model and its nvidia-smi memory.total")
 
 
 def judged_memory(judgement: FitJudgement, card: Card, *,

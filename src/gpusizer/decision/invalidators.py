@@ -1,8 +1,15 @@
 """What could invalidate the conclusion (R15), computed from the sheet: the estimate at twice the
 required length, items of unknown or declared size, card facts still to confirm, the quality
-corpus, and what a bare parameter count leaves out."""
+corpus, and what a bare parameter count leaves out.
+
+Each is an :class:`Invalidator`: a sentence for people (``text``, the JSON's ``invalidators``
+strings) and the same under machine keys (what changes, by how much, its effect on the peak) for
+the JSON's ``invalidator_details`` (issue 12, point 7)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import SheetError
 from ..memory.estimate import estimate_memory
@@ -12,57 +19,138 @@ from ..sheet import Sheet
 from ..units import fmt_bytes
 from .verdict import OfferDecision
 
-__all__ = ["invalidators", "double_length"]
+__all__ = ["Change", "Invalidator", "INVALIDATOR_KINDS", "invalidators", "invalidator_records",
+           "double_length"]
+
+INVALIDATOR_KINDS = ("longer_input", "longer_input_impossible", "unknown_item", "declared_items",
+                     "unknown_card", "card_fact", "quality_evaluation", "bare_count")
+"""Every ``Invalidator.kind``, in the order they are listed."""
 
 
-def double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
+@dataclass(frozen=True)
+class Change:
+    """One sheet field an invalidator changes.
+
+    Attributes:
+        field: the sheet's dotted key (``inference.prompt_tokens``).
+        value: the sheet's value (tokens, sequences).
+        changed_to: the value the invalidator considers.
+    """
+
+    field: str
+    value: int
+    changed_to: int
+
+
+@dataclass(frozen=True)
+class Invalidator:
+    """One thing that could invalidate the conclusion.
+
+    Attributes:
+        kind: one of :data:`INVALIDATOR_KINDS`.
+        text: the sentence shown to people.
+        subjects: what it is about: item names, a card name, the corpus file; empty when the
+            whole sheet is (a longer input).
+        changes: the sheet fields it changes (``longer_input``); empty otherwise.
+        device_peak_bytes: the estimated device peak per GPU after the changes (bytes), or None
+            (no change, or unknown).
+        peak_change_bytes: ``device_peak_bytes`` minus the sheet's own device peak (bytes), or
+            None when either is unknown.
+    """
+
+    kind: str
+    text: str
+    subjects: tuple[str, ...] = ()
+    changes: tuple[Change, ...] = field(default=())
+    device_peak_bytes: int | None = None
+    peak_change_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``invalidator_details[]`` (docs/json-output.md)."""
+        return {"kind": self.kind, "subjects": list(self.subjects),
+                "changes": [{"field": c.field, "value": c.value, "changed_to": c.changed_to}
+                            for c in self.changes],
+                "device_peak_bytes": self.device_peak_bytes,
+                "peak_change_bytes": self.peak_change_bytes, "text": self.text}
+
+
+def _longer(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate) -> Invalidator | None:
     """The estimate at twice the required length (R15: a longer real input moves the peak)."""
     inf, tr = sheet.inference, sheet.training
     if facts is not None and tr is not None:
         doubled = sheet.model_copy(update={"training": tr.model_copy(update={
             "sequence_length": 2 * tr.sequence_length})})
+        changes: tuple[Change, ...] = (Change("training.sequence_length", tr.sequence_length,
+                                              2 * tr.sequence_length),)
         try:
-            est = estimate_memory(doubled, facts)
+            new = estimate_memory(doubled, facts)
         except SheetError as exc:
-            return (f"twice the training length ({2 * tr.sequence_length} tokens) is "
-                    f"impossible: {exc.reason}")
-        return (f"twice the training length ({2 * tr.sequence_length} tokens per sequence): "
-                f"estimated device peak {fmt_bytes(est.device_peak_bytes)} per GPU "
-                f"(activations {fmt_bytes(est.item('activations').bytes)}, logits "
-                f"{fmt_bytes(est.item('logits').bytes)})")
+            return Invalidator("longer_input_impossible",
+                               f"twice the training length ({2 * tr.sequence_length} tokens) is "
+                               f"impossible: {exc.reason}", changes=changes)
+        text = (f"twice the training length ({2 * tr.sequence_length} tokens per sequence): "
+                f"estimated device peak {fmt_bytes(new.device_peak_bytes)} per GPU "
+                f"(activations {fmt_bytes(new.item('activations').bytes)}, logits "
+                f"{fmt_bytes(new.item('logits').bytes)})")
+        return _with_peak("longer_input", text, changes, new, est)
     if inf is None or facts is None:
         return None
     doubled = sheet.model_copy(update={"inference": inf.model_copy(update={
         "prompt_tokens": 2 * inf.prompt_tokens, "new_tokens": 2 * inf.new_tokens})})
+    changes = (Change("inference.prompt_tokens", inf.prompt_tokens, 2 * inf.prompt_tokens),
+               Change("inference.new_tokens", inf.new_tokens, 2 * inf.new_tokens))
     try:
-        est = estimate_memory(doubled, facts)
+        new = estimate_memory(doubled, facts)
     except SheetError as exc:
-        return f"twice the length ({2 * inf.tokens_per_sequence} tokens) is impossible: {exc.reason}"
-    return (f"twice the length ({2 * inf.tokens_per_sequence} tokens per sequence): estimated "
-            f"device peak {fmt_bytes(est.device_peak_bytes)} per GPU (KV cache "
-            f"{fmt_bytes(est.item('kv_cache').bytes)})")
+        return Invalidator("longer_input_impossible",
+                           f"twice the length ({2 * inf.tokens_per_sequence} tokens) is "
+                           f"impossible: {exc.reason}", changes=changes)
+    text = (f"twice the length ({2 * inf.tokens_per_sequence} tokens per sequence): estimated "
+            f"device peak {fmt_bytes(new.device_peak_bytes)} per GPU (KV cache "
+            f"{fmt_bytes(new.item('kv_cache').bytes)})")
+    return _with_peak("longer_input", text, changes, new, est)
 
 
-def invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
-                  decisions: list[OfferDecision]) -> list[str]:
-    """What could invalidate the conclusion (R15), computed from the sheet."""
-    out = []
-    dl = double_length(sheet, facts)
-    if dl:
-        out.append(dl)
-    unknown = [it for it in est.items if it.bytes is None and it.phases]
-    for it in unknown:
-        out.append(f"item {it.name} has unknown size: {it.unknown_reason}")
-    declared = [it.name for it in est.items if it.provenance == "declared" and it.bytes]
+def _with_peak(kind: str, text: str, changes: tuple[Change, ...], new: MemoryEstimate,
+               old: MemoryEstimate) -> Invalidator:
+    after, before = new.device_peak_bytes, old.device_peak_bytes
+    return Invalidator(kind, text, changes=changes, device_peak_bytes=after,
+                       peak_change_bytes=(after - before if after is not None
+                                          and before is not None else None))
+
+
+def double_length(sheet: Sheet, facts: ModelFacts | None) -> str | None:
+    """The sentence of the estimate at twice the required length, or None (no length)."""
+    found = _longer(sheet, facts, estimate_memory(sheet, facts)) if facts is not None else None
+    return found.text if found else None
+
+
+def invalidator_records(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
+                        decisions: list[OfferDecision]) -> list[Invalidator]:
+    """What could invalidate the conclusion (R15), computed from the sheet; ``est`` is the
+    sheet's own estimate (the longer input's peak change is against it)."""
+    out: list[Invalidator] = []
+    longer = _longer(sheet, facts, est)
+    if longer:
+        out.append(longer)
+    for it in est.items:
+        if it.bytes is None and it.phases:
+            out.append(Invalidator("unknown_item",
+                                   f"item {it.name} has unknown size: {it.unknown_reason}",
+                                   subjects=(it.name,)))
+    declared = tuple(it.name for it in est.items if it.provenance == "declared" and it.bytes)
     if declared:
-        out.append("declared (not measured) items: " + ", ".join(declared))
+        out.append(Invalidator("declared_items",
+                               "declared (not measured) items: " + ", ".join(declared),
+                               subjects=declared))
     seen = set()
     for d in decisions:
         c = d.card
         if c is None:
             if d.card_note and d.offer.card not in seen:
                 seen.add(d.offer.card)
-                out.append(f"card {d.offer.card!r}: {d.card_note}")
+                out.append(Invalidator("unknown_card", f"card {d.offer.card!r}: {d.card_note}",
+                                       subjects=(d.offer.card,)))
             continue
         if c.name in seen:
             continue
@@ -70,9 +158,19 @@ def invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
         for label, fact in (("device bytes", c.device_bytes), ("compute capability",
                                                                 c.compute_capability)):
             if fact.status != "confirmed":
-                out.append(f"{c.name} {label} still to confirm ({fact.source})")
+                out.append(Invalidator("card_fact",
+                                       f"{c.name} {label} still to confirm ({fact.source})",
+                                       subjects=(c.name, label.replace(" ", "_"))))
     if sheet.quality is not None:
-        out.append(f"quality judged on {sheet.quality.corpus} with {sheet.quality.metric}: "
-                   "another evaluation may change the conclusion")
-    out.extend(n.text for n in est.notes if n.code == "bare_count")
+        out.append(Invalidator("quality_evaluation",
+                               f"quality judged on {sheet.quality.corpus} with "
+                               f"{sheet.quality.metric}: another evaluation may change the "
+                               "conclusion", subjects=(sheet.quality.corpus,)))
+    out.extend(Invalidator("bare_count", n.text) for n in est.notes if n.code == "bare_count")
     return out
+
+
+def invalidators(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate,
+                 decisions: list[OfferDecision]) -> list[str]:
+    """The sentences of :func:`invalidator_records` (the JSON's ``invalidators``)."""
+    return [i.text for i in invalidator_records(sheet, facts, est, decisions)]

@@ -16,6 +16,7 @@ from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .criteria import Criterion
+from .invalidators import Invalidator
 from .verdict import OfferDecision
 
 if TYPE_CHECKING:
@@ -55,3 +56,5 @@ class PlanResult:
     version: str = __version__
     simulations: dict[str, SimulationResult] = field(default_factory=dict)
     """``plan --simulate``: per canonical card name, the simulation under its rules."""
+    invalidator_details: list[Invalidator] = field(default_factory=list)
+    """``invalidators`` as records (what changes, by how much, its effect on the peak)."""

@@ -17,6 +17,7 @@ from ..catalog.types import Card, Offer
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import MemoryEstimate
 from .criteria import Criterion
+from .unknown_card import UnknownCardFit
 
 __all__ = ["Verdict", "OfferDecision", "verdict_of", "rank_offers", "useful_margin_bytes",
            "contract_order"]
@@ -40,6 +41,9 @@ class OfferDecision:
     provisional_rank: int | None = None
     card_note: str | None = None
     fit: FitJudgement | None = None
+    unknown_card: UnknownCardFit | None = None
+    """For a card the table does not decide: the fit at the variants' memory or the catalog's
+    claim (``decision.unknown_card``); ``fit`` stays None."""
 
 
 def verdict_of(criteria: dict[str, Criterion]) -> Verdict:

@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from .. import SCHEMA_VERSION
+
 __all__ = ["peaks", "build_evidence", "write_evidence", "PEAK_FIELDS"]
 
 PEAK_FIELDS = ("max_memory_allocated_bytes", "max_memory_reserved_bytes", "non_torch_bytes",
@@ -51,6 +53,7 @@ def build_evidence(*, sheet_sha256: str, version: str, raw_notes: list[str], ide
     scope = {"offer_id": offer_id, "provider": provider, "card": identity.get("card"),
              "device_bytes": identity.get("device_bytes"), "environment": environment}
     return {
+        "schema_version": SCHEMA_VERSION,
         "kind": "measurement",
         "document": raw_notes[0],
         "raw_notes": raw_notes,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..formats import weight_format
 
-__all__ = ["CardRules", "card_rules", "NO_CARD", "FLASH_ATTENTION_MIN_CC"]
+__all__ = ["CardRules", "card_rules", "describe_card_rules", "NO_CARD", "FLASH_ATTENTION_MIN_CC"]
 
 FLASH_ATTENTION_MIN_CC = (8, 0)
 """FlashAttention-2 and SDPA's flash kernel need sm80+ (flash-attention README; PyTorch
@@ -85,3 +85,13 @@ def card_rules(*, card: str | None, compute_capability: tuple[int, int] | None, 
         changes.append(f"FlashAttention-2 needs CC >= 8.0 (card {cc[0]}.{cc[1]}): attention falls "
                        "back to SDPA's memory-efficient kernel")
     return CardRules(card, cc, w, cd, att, tuple(changes), refusal)
+
+
+def describe_card_rules(rules: CardRules) -> str:
+    """One sentence naming the card and what its rules made run (the estimate's note with
+    ``--card``; its counterpart without a card is :data:`NO_CARD`)."""
+    cc = rules.compute_capability
+    shown = f"compute capability {cc[0]}.{cc[1]}" if cc else "compute capability unknown"
+    return (f"card {rules.card} ({shown}): weights run as {rules.weights}, compute dtype "
+            f"{rules.compute_dtype}, attention kernel {rules.attention}"
+            + ("" if rules.changes else "; nothing changed from the sheet"))

@@ -16,7 +16,7 @@ from ..errors import ModelError, SheetError
 from ..formats import FORMATS, QuantParams, compute_dtype, quant_params, weight_format
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
-from .card_rules import NO_CARD, CardRules, card_rules
+from .card_rules import NO_CARD, CardRules, card_rules, describe_card_rules
 from .engines import TRAINING_ENGINE, Engine, engine_of
 from .items import ITEM_KINDS, INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, Note
 from .kv_cache import kv_bytes
@@ -298,6 +298,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
     notes = [Note("card_rule", change) for change in plan.rules.changes]
     if card is None:
         notes.append(Note("no_card", NO_CARD))
+    else:
+        notes.insert(0, Note("card", describe_card_rules(plan.rules)))
     share = _share(sheet, facts, engine)
     made = dict(reserve_bytes=sheet.reserve, card=card.name if card else None,
                 weights_format=plan.runs, stored_format=plan.stored)

@@ -115,13 +115,14 @@ library memory), the allocator slack (reserved minus allocated) and bitsandbytes
 (CUDA managed memory). ``quantization_metadata`` counts as weights in ``lower_bound_covers``."""
 
 NoteCode = Literal[
-    "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
+    "card", "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
     "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
     "pool_peak_is_budget", "simulation", "not_simulated",
 ]
 
 NOTE_CODES: dict[NoteCode, str] = {
     "card_rule": "a GPU rule of the card changed what runs (kernel, dtype) from the sheet's choice",
+    "card": "the card whose rules were applied, and what they made run",
     "no_card": "no card given: no card-specific rule was applied",
     "bare_count": "a bare parameter count: what the weights-only figure leaves out",
     "theoretical_format": "a theoretical format row (no metadata, nothing kept in 16 bit)",

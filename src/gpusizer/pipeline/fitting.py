@@ -10,10 +10,11 @@ boundary exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from pathlib import Path
+from .. import SCHEMA_VERSION
 
 from ..catalog.types import Card
 from ..decision.search import largest_fitting
@@ -24,7 +25,42 @@ from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .inputs import SheetInputs, load_sheet_inputs
 
-__all__ = ["FitAnswer", "fit_inference", "fit_training", "fit", "run_fit"]
+__all__ = ["FitAnswer", "FitLimit", "fit_inference", "fit_training", "fit", "run_fit"]
+
+
+@dataclass(frozen=True)
+class FitLimit:
+    """One inverse question under a machine key (``limits.<dimension>`` in the JSON).
+
+    Attributes:
+        question: the sentence that keys the same answer in :attr:`FitAnswer.answers`.
+        largest: the largest value that fits, or None when not even the smallest does.
+        required: the sheet's own value.
+        unit: ``sequences`` or ``tokens``.
+        device_peak_bytes: the estimated device peak per GPU at ``largest`` (bytes), or None.
+        headroom_bytes: the fit rule's headroom at ``largest`` (bytes), or None.
+        required_peak_bytes: the estimated device peak per GPU at ``required`` (bytes), or None.
+    """
+
+    question: str
+    largest: int | None
+    required: int
+    unit: str
+    device_peak_bytes: int | None = None
+    headroom_bytes: int | None = None
+    required_peak_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{question, largest, required, unit, change, device_peak_bytes, headroom_bytes,
+        peak_change_bytes}``: change = largest − required; peak_change_bytes = the device peak at
+        largest − at required (null when either is unknown)."""
+        peak, before = self.device_peak_bytes, self.required_peak_bytes
+        return {"question": self.question, "largest": self.largest, "required": self.required,
+                "unit": self.unit,
+                "change": None if self.largest is None else self.largest - self.required,
+                "device_peak_bytes": peak, "headroom_bytes": self.headroom_bytes,
+                "peak_change_bytes": (peak - before if peak is not None and before is not None
+                                      else None)}
 
 
 @dataclass(frozen=True)
@@ -38,6 +74,8 @@ class FitAnswer:
         answers: question → the largest value that fits (tokens, sequences or a microbatch), or
             None when not even the smallest does; in the order asked.
         notes: how the answers were searched and what they assume.
+        limits: the same answers under machine keys (``concurrency``, ``prompt_tokens``,
+            ``context_tokens``; ``microbatch``, ``sequence_length``, ``tokens_per_update``).
     """
 
     card: str
@@ -45,12 +83,17 @@ class FitAnswer:
     margin: str
     answers: dict[str, int | None]
     notes: tuple[str, ...]
+    limits: dict[str, FitLimit] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """``gpusizer fit --format json``: ``{"card", "device_bytes", "margin", "answers",
-        "notes"}`` (docs/contract-extensions.md)."""
-        return {"card": self.card, "device_bytes": self.device_bytes, "margin": self.margin,
-                "answers": dict(self.answers), "notes": list(self.notes)}
+        """``gpusizer fit --format json``: ``{"schema_version", "card", "device_bytes",
+        "margin", "answers", "limits", "notes"}`` (docs/json-output.md); ``answers`` keeps its
+        sentence keys (schema_version 2), ``limits`` carries them under machine keys."""
+        return {"schema_version": SCHEMA_VERSION, "card": self.card,
+                "device_bytes": self.device_bytes, "margin": self.margin,
+                "answers": dict(self.answers),
+                "limits": {k: v.to_json() for k, v in self.limits.items()},
+                "notes": list(self.notes)}
 
 
 def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswer:
@@ -77,12 +120,20 @@ def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnsw
     max_prompt = window - inf.new_tokens
     prompt = None if max_prompt < 1 else largest_fitting(1, max_prompt,
                                                    lambda p: fits(with_inf(prompt_tokens=p)))
-    answers = {
-        "largest concurrency at the required length": conc,
-        "largest prompt_tokens at the required concurrency and new_tokens": prompt,
-        "largest context (prompt + new tokens)": (
-            prompt + inf.new_tokens if prompt is not None else None),
+    context = prompt + inf.new_tokens if prompt is not None else None
+    at_conc = with_inf(concurrency=conc) if conc is not None else None
+    at_prompt = with_inf(prompt_tokens=prompt) if prompt is not None else None
+    limits = {
+        "concurrency": _limit("largest concurrency at the required length", conc,
+                              inf.concurrency, "sequences", at_conc, sheet, facts, card),
+        "prompt_tokens": _limit("largest prompt_tokens at the required concurrency and "
+                                "new_tokens", prompt, inf.prompt_tokens, "tokens", at_prompt,
+                                sheet, facts, card),
+        "context_tokens": _limit("largest context (prompt + new tokens)", context,
+                                 inf.tokens_per_sequence, "tokens", at_prompt, sheet, facts,
+                                 card),
     }
+    answers = {v.question: v.largest for v in limits.values()}
     notes = [f"search bounded by the context window {window} tokens and 65536 sequences"]
     if conc is None:
         notes.append("null: not even one sequence of the required length fits; "
@@ -90,7 +141,7 @@ def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnsw
     elif prompt is None:
         notes.append("null: not even a one-token prompt fits at this concurrency; "
                      + _why(with_inf(prompt_tokens=1), facts, card, device, "a 1-token prompt"))
-    return _answer(sheet, card, device, answers, notes, unknown)
+    return _answer(sheet, card, device, answers, notes, unknown, limits)
 
 
 def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswer:
@@ -112,12 +163,21 @@ def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswe
     mb = largest_fitting(1, 1 << 14, lambda m: fits(with_tr(microbatch=m)))
     window = facts.architecture.context_window_tokens or (1 << 22)
     seq = largest_fitting(1, window, lambda s: fits(with_tr(sequence_length=s)))
-    answers = {
-        "largest microbatch at the required sequence_length": mb,
-        "longest sequence_length at the required microbatch": seq,
-        "tokens per update at the largest microbatch": (
-            mb * tr.sequence_length * tr.gradient_accumulation if mb else None),
+    at_mb = with_tr(microbatch=mb) if mb is not None else None
+    limits = {
+        "microbatch": _limit("largest microbatch at the required sequence_length", mb,
+                             tr.microbatch, "sequences", at_mb, sheet, facts, card),
+        "sequence_length": _limit("longest sequence_length at the required microbatch", seq,
+                                  tr.sequence_length, "tokens",
+                                  with_tr(sequence_length=seq) if seq is not None else None,
+                                  sheet, facts, card),
+        "tokens_per_update": _limit(
+            "tokens per update at the largest microbatch",
+            mb * tr.sequence_length * tr.gradient_accumulation if mb else None,
+            tr.microbatch * tr.sequence_length * tr.gradient_accumulation, "tokens", at_mb,
+            sheet, facts, card),
     }
+    answers = {v.question: v.largest for v in limits.values()}
     notes = [f"search bounded by the context window {window} tokens and 16384 sequences per "
              "microbatch",
              "to keep tokens per update when the microbatch shrinks, raise "
@@ -128,7 +188,7 @@ def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswe
     elif seq is None:
         notes.append("null: not even one token per sequence fits at this microbatch; "
                      + _why(with_tr(sequence_length=1), facts, card, device, "1 token"))
-    return _answer(sheet, card, device, answers, notes, unknown)
+    return _answer(sheet, card, device, answers, notes, unknown, limits)
 
 
 def run_fit(sheet: Sheet, card: Card, *, base_dir: Path | None = None) -> FitAnswer:
@@ -153,14 +213,34 @@ def fit(inputs: SheetInputs, card: Card) -> FitAnswer:
     return fit_training(inputs.sheet, inputs.facts, card)
 
 
+def _peak_on(s: Sheet | None, facts: ModelFacts, card: Card) -> tuple[int | None, int | None]:
+    """(device peak, headroom) of ``s`` on ``card`` by the fit rule, or (None, None)."""
+    if s is None:
+        return None, None
+    try:
+        est = estimate_memory(s, facts, card=card)
+    except SheetError:
+        return None, None
+    return est.device_peak_bytes, judge_on_card(est, card, s.margin).headroom_bytes
+
+
+def _limit(question: str, largest: int | None, required: int, unit: str, at: Sheet | None,
+           sheet: Sheet, facts: ModelFacts, card: Card) -> FitLimit:
+    """A :class:`FitLimit`, with the device peak at ``largest`` (sheet ``at``) and at the
+    sheet's own value."""
+    peak, headroom = _peak_on(at, facts, card)
+    return FitLimit(question, largest, required, unit, peak, headroom,
+                    _peak_on(sheet, facts, card)[0])
+
+
 def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
-            unknown: set[str]) -> FitAnswer:
+            unknown: set[str], limits: dict[str, FitLimit]) -> FitAnswer:
     notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
              "`gpusizer measure`", *notes]
     if unknown:
         notes.append("upper bounds: items of unknown size (" + ", ".join(sorted(unknown))
                      + ") were left out of the peaks")
-    return FitAnswer(card.name, device, str(sheet.margin), answers, tuple(notes))
+    return FitAnswer(card.name, device, str(sheet.margin), answers, tuple(notes), limits)
 
 
 def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:

@@ -8,15 +8,17 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..catalog.cards import CardMatch
 from ..catalog.types import Card, Offer
-from ..decision.criteria import CRITERIA, OfferContext, budget
-from ..decision.invalidators import invalidators
+from ..decision.criteria import CRITERIA, OfferContext, budget, scope_mismatch
+from ..decision.invalidators import invalidator_records
 from ..decision.results import PlanResult
+from ..decision.unknown_card import UnknownCardFit, unknown_card_fit
 from ..decision.verdict import OfferDecision, rank_offers
 from ..evidence import EvidenceSet, citation_key, select_evidence
 from ..memory.checkpoint import checkpoint_bytes
 from ..memory.estimate import estimate_memory
-from ..memory.fit_rule import judge_on_card
+from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
 from .inputs import PlanInputs, load_plan_inputs
@@ -28,10 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["run_plan", "plan", "run_alternatives", "alternatives"]
 
 
-def _card_of(offer: Offer) -> tuple[Card | None, str | None]:
+def _card_of(offer: Offer) -> tuple[Card | None, str | None, CardMatch]:
     from ..catalog.cards import resolve_offer_card
     match = resolve_offer_card(offer)
-    return match.card, (None if match.card else match.reason)
+    return match.card, (None if match.card else match.reason), match
 
 
 def run_plan(sheet: Sheet, *, catalogs: list[Path] | None = None, evidence_dir: Path | None = None,
@@ -86,22 +88,30 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
     required = required_dimensions(sheet)
     per_card: dict[tuple[str, str | None], MemoryEstimate] = {}
+    # the fit rule's answer per card and interconnect (its estimate's)
+    fits: dict[tuple[str, str | None], FitJudgement] = {}
+    unknown_fits: dict[tuple, UnknownCardFit | None] = {}
     simulations: dict[str, SimulationResult] = {}
     if simulate:
         from ..simulate import require_extra
         require_extra()
     decisions = []
     for offer in inputs.offers:
-        card, note = _card_of(offer)
+        card, note, match = _card_of(offer)
         card_est = None
+        key = (offer.card, offer.catalog_memory_bytes, offer.canonical_card)
+        if card is None and key not in unknown_fits:  # one judgement per distinct claim
+            unknown_fits[key] = unknown_card_fit(est, offer, match, sheet.margin)
+        unknown = None if card is not None else unknown_fits[key]
         if card is not None:
             # one estimate per card and interconnect (the NCCL buffers of a multi-GPU placement
             # follow the offer's link, memory.nccl)
-            key = (card.name, offer.interconnect if sheet.placement.gpus > 1 else None)
-            if key not in per_card:
-                per_card[key] = estimate_memory(sheet, facts, card=card,
-                                                interconnect=key[1])
-            card_est = per_card[key]
+            link = (card.name, offer.interconnect if sheet.placement.gpus > 1 else None)
+            if link not in per_card:
+                per_card[link] = estimate_memory(sheet, facts, card=card,
+                                                 interconnect=link[1])
+                fits[link] = judge_on_card(per_card[link], card, sheet.margin)
+            card_est = per_card[link]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
                 simulations[card.name] = simulate_memory(sheet, facts, card=card,
@@ -111,27 +121,28 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         ctx = OfferContext(sheet=sheet, facts=facts, offer=offer, card=card, estimate=card_est,
                            evidence=evidence, total_usd=total, days=offer_days,
                            checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
-                           required=required,
+                           required=required, unknown_card=unknown,
                            simulated=(simulations[card.name].memory
                                       if card is not None and card.name in simulations else None))
         crit = {}
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
-                                       card_note=note, fit=(judge_on_card(card_est, card,
-                                                                          sheet.margin)
-                                                            if card_est is not None else None)))
+                                       card_note=note,
+                                       fit=fits[link] if card_est is not None else None,
+                                       unknown_card=unknown))
     rank_offers(decisions)
     cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
-    unapplied = [(doc.file, "in scope of no offer (card and device bytes, provider and image, or "
-                  "offer id differ) or without the fields its criterion reads")
+    offers = [(d.offer, d.card) for d in decisions]
+    unapplied = [(doc.file, f"in scope of no offer: {scope_mismatch(doc, offers)}")
                  for doc in evidence.docs if citation_key(doc.citation()) not in cited]
     evidence = EvidenceSet(evidence.docs, evidence.ignored + tuple(unapplied))
-    inval = invalidators(sheet, facts, est, decisions)
+    inval = invalidator_records(sheet, facts, est, decisions)
     files = list(inputs.catalogs)
     discrepancies = [d for f in files for d in f.discrepancies]
-    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
-                      discrepancies, simulations=simulations)
+    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src,
+                      [i.text for i in inval], discrepancies, simulations=simulations,
+                      invalidator_details=inval)
 
 
 def alternatives(inputs: PlanInputs, *, today: dt.date | None = None) -> AlternativesResult:

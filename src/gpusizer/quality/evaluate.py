@@ -31,7 +31,8 @@ from .corpus import Corpus, read_corpus
 from .criteria_lock import check_lock, corpus_path, read_lock
 from .evidence_doc import quality_evidence, refuse_existing, write_json
 
-__all__ = ["QualityRun", "FormatScore", "run_quality", "score_format", "load_model"]
+__all__ = ["QualityRun", "FormatScore", "TOKENIZER_FILES", "run_quality", "score_format",
+           "load_model"]
 
 
 def _torch():
@@ -70,6 +71,13 @@ class QualityRun:
     evidence: dict
     evidence_file: Path
     samples_file: Path
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json",
+                   "tiktoken.model")
+"""Files one of which a model folder must hold for ``AutoTokenizer`` to load its tokenizer:
+the fast tokenizer's serialization, a SentencePiece model, the config naming the class, a BPE
+vocabulary (transformers ``tokenization_utils_base`` file names)."""
 
 
 def _model_source(sheet: Sheet, base_dir: Path | None) -> tuple[str, str | None]:
@@ -234,12 +242,20 @@ def run_quality(sheet: Sheet, *, candidate: str, lock_path: Path, out_dir: Path,
     source, revision = _model_source(sheet, base_dir)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    field = "model.path" if sheet.model.path is not None else "model.id"
+    shown = sheet.model.path if sheet.model.path is not None else source
+    if sheet.model.path is not None and not any((Path(source) / name).is_file()
+                                                for name in TOKENIZER_FILES):
+        raise QualityError(f"{shown!r} holds no tokenizer file ({', '.join(TOKENIZER_FILES)}): a "
+                           "quality run tokenizes the corpus with the model's own tokenizer; "
+                           "copy its tokenizer files from the model's repository into the folder",
+                           field=field, value=shown)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision,
                                                   trust_remote_code=False)
     except (OSError, ValueError) as exc:
-        raise QualityError(f"no usable tokenizer with the checkpoint {source!r}: {exc}",
-                           field="model", value=source) from None
+        raise QualityError(f"no usable tokenizer with the checkpoint {shown!r}: "
+                           + " ".join(str(exc).split()), field=field, value=shown) from None
     stem = f"quality-{candidate}-vs-{reference}"
     out_dir = Path(out_dir)
     samples_file = out_dir / f"{stem}.samples.jsonl"

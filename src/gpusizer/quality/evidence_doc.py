@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from ..errors import QualityError
 from ..evidence import EvidenceDoc
 from ..sheet import Sheet, sheet_sha256
@@ -40,8 +40,8 @@ def quality_evidence(*, sheet: Sheet, lock: CriteriaLock, candidate_format: str,
     assert sheet.quality is not None
     q = sheet.quality
     reg = relative_regression(reference_value, candidate_value, lock.direction)
-    doc = {"kind": "quality", "document": document, "version": f"gpusizer {__version__}",
-           "date": (today or dt.date.today()).isoformat(),
+    doc = {"schema_version": SCHEMA_VERSION, "kind": "quality", "document": document,
+           "version": f"gpusizer {__version__}", "date": (today or dt.date.today()).isoformat(),
            "scope": {"environment": environment or {}},
            "sheet_sha256": sheet_sha256(sheet), "criteria_sha256": lock.criteria_sha256,
            "criteria": lock.criteria, "locked_at": lock.locked_at,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from ..decision.alternatives import AlternativesResult
 from ..units import fmt_bytes
 from .markdown import md_cell, md_text
@@ -19,6 +19,7 @@ def alternatives_document(r: AlternativesResult) -> dict[str, Any]:
     integers."""
     plan = r.plan
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": __version__},
         "sheet_sha256": plan.sheet_sha256,
         "sheet": plan.sheet.model_dump(mode="json"),

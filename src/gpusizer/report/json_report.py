@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from .. import __version__
+import pydantic_core
+
+from .. import SCHEMA_VERSION, __version__
 from ..memory.engines import PoolSplit
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
@@ -117,7 +118,8 @@ def _trainable(est: MemoryEstimate | None) -> int:
 
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
     """``gpusizer estimate --format json``."""
-    doc = {"gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+    doc = {"schema_version": SCHEMA_VERSION,
+           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
            "sheet": r.sheet.model_dump(mode="json"),
            "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
            "card": r.card.name if r.card else None,
@@ -136,6 +138,17 @@ def _fit_keys(j: FitJudgement | None) -> dict[str, Any]:
     return {"estimated_fit": j.state, "headroom_bytes": j.headroom_bytes}
 
 
+def _claim_keys(d) -> dict[str, Any]:
+    """``claimed_device_bytes`` (the catalog's own per-GPU memory for a card the table does not
+    decide; CONTRACT.md) and ``estimated_fit_basis``: what ``estimated_fit`` was judged at
+    (``card table``, ``catalog's claim``, the variants' common memory, or null)."""
+    known = d.unknown_card
+    if d.card is not None:
+        return {"claimed_device_bytes": None, "estimated_fit_basis": "card table"}
+    return {"claimed_device_bytes": known.claimed_device_bytes if known else None,
+            "estimated_fit_basis": known.basis if known and known.judgement else None}
+
+
 def plan_document(r: PlanResult) -> dict[str, Any]:
     """``gpusizer plan --format json`` (CONTRACT.md)."""
     offers = []
@@ -146,7 +159,8 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "canonical_card": d.card.name if d.card else None, "cards": o.cards,
             "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
             "device_bytes": d.card.device_bytes.value if d.card else None,
-            **_fit_keys(d.fit),
+            **_fit_keys(d.fit or (d.unknown_card.judgement if d.unknown_card else None)),
+            **_claim_keys(d),
             "spot": o.spot, "card_note": d.card_note,
             **_pool_blocks(d.estimate.pool if d.estimate else None),
             "memory": ({"peak_bytes": d.estimate.peak_bytes,
@@ -159,6 +173,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
         })
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": r.version,
                      "catalogs": [{"file": f.path, "sha256": f.sha256, "kind": f.kind,
                                    "offers": f.offers,
@@ -171,6 +186,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,
         "checkpoint": {"bytes": r.checkpoint_bytes, "source": r.checkpoint_source},
         "invalidators": r.invalidators,
+        "invalidator_details": [i.to_json() for i in r.invalidator_details],
         "evidence": {"used": [d.citation() for d in r.evidence.docs
                               if d.file not in {f for f, _ in r.evidence.ignored}],
                      "ignored": [{"file": f, "reason": why} for f, why in r.evidence.ignored]},
@@ -195,5 +211,10 @@ def _simulations(sims: dict) -> dict[str, Any]:
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    """Pretty JSON text."""
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    """Pretty JSON text (2-space indent, UTF-8 characters kept, unknown types as ``str``).
+
+    pydantic-core's encoder (Rust) writes what ``json.dumps(doc, indent=2, ensure_ascii=False,
+    default=str)`` writes, five times faster on a 10 000-offer plan (40 MB: 0.18 s against
+    0.86 s; issue 12, "Speed"); floats are the same numbers, small ones spelled ``0.00001`` where
+    ``json`` writes ``1e-05``."""
+    return pydantic_core.to_json(doc, indent=2, fallback=str).decode("utf-8")

@@ -56,7 +56,7 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
         t = s["training"]
         lines.append(f"Training: sequence {t['sequence_length']} tokens; microbatch "
                      f"{t['microbatch']}; gradient accumulation {t['gradient_accumulation']}; "
-                     f"gradient checkpointing {t['gradient_checkpointing']}")
+                     f"gradient checkpointing {'on' if t['gradient_checkpointing'] else 'off'}")
     p = s["placement"]
     lines.append(f"Placement: {p['gpus']} GPU(s), {p['strategy']} — every memory figure is per GPU")
     lines.append(f"Reserve (declared by the user, never added to a peak): "
@@ -108,7 +108,7 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
             ("KV cache", f"{fmt_gib(v['kv_cache_bytes'])} GiB ({_b(v['kv_cache_bytes'])} B)"),
             ("KV blocks / tokens", f"{v['kv_blocks']} blocks / {v['kv_tokens']} tokens"),
             ("maximum concurrency at the required length", f"{v['max_concurrency']}x"),
-            (f"{engine.label} starts", str(v["starts"])))))
+            (f"{engine.label} starts", "yes" if v["starts"] else "no"))))
     if doc.get("fit"):
         f = doc["fit"]
         headroom = f.get("headroom_bytes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from .sections import Section
 
 __all__ = ["simulate_document", "simulation_sections"]
@@ -16,6 +16,7 @@ def simulate_document(r) -> dict[str, Any]:
     from .json_report import REGISTRY_NOTE, memory_dict, model_dict
     trainable = r.trainable_parameters if r.sheet.task != "inference" else 0
     return {
+        "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
         "sheet": r.sheet.model_dump(mode="json"),
         "model": model_dict(r.sheet, r.facts, trainable),
@@ -47,6 +48,11 @@ def _not_seen():
     return NOT_SEEN
 
 
+def _cc(value: list[int] | None) -> str:
+    """``[8, 0]`` as ``8.0`` (a compute capability in words, never a list)."""
+    return "unknown" if not value else ".".join(str(v) for v in value)
+
+
 def _b(n: int | None) -> str:
     from ..units import fmt_bytes
     return "unknown" if n is None else fmt_bytes(n)
@@ -64,8 +70,9 @@ def simulation_sections(doc: dict[str, Any]) -> list[Section]:
                  for i in diff["items"]]
     kernels = [f"attention: {a['kernel']} × {a['calls']} calls ({a['reason']})"
                for a in s["attention"]] or ["attention: no SDPA call (eager attention)"]
-    lines = [f"versions: {s['versions']}", f"config.json: {s['config_source']}",
-             f"compute capability {s['compute_capability']['value']}: "
+    versions = ", ".join(f"{k} {v}" for k, v in s["versions"].items())
+    lines = [f"versions: {versions}", f"config.json: {s['config_source']}",
+             f"compute capability {_cc(s['compute_capability']['value'])}: "
              f"{s['compute_capability']['source']}", *kernels,
              *(f"GPU rule: {g}" for g in s["gpu_rules"]), f"simulated in {s['seconds']} s"]
     return [

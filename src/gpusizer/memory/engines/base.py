@@ -152,8 +152,9 @@ class Engine(Protocol):
     def describe_cache(self, inference: dict[str, Any]) -> str:
         """The KV cache in words for the report header (``inference`` as the JSON holds it)."""
 
-    def describe_attention(self, attention: str) -> str:
-        """The attention kernel in words for the report header (the sheet's ``attention``)."""
+    def describe_attention(self, attention: str, *, mla: bool = False) -> str:
+        """The attention kernel in words for the report header and the compatibility condition
+        (the sheet's ``attention``; ``mla``: the model uses multi-head latent attention)."""
 
     def notes(self, inference: Inference) -> list[str]:
         """What the sheet asks that this engine sizes with a caveat."""

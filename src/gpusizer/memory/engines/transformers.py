@@ -49,7 +49,7 @@ class TransformersEngine(EngineBase):
     def describe_cache(self, inference: dict[str, Any]) -> str:
         return inference["cache"]
 
-    def describe_attention(self, attention: str) -> str:
+    def describe_attention(self, attention: str, *, mla: bool = False) -> str:
         return attention
 
     def notes(self, inference: Inference) -> list[str]:

@@ -51,7 +51,12 @@ class VllmEngine(EngineBase):
     def describe_cache(self, inference: dict[str, Any]) -> str:
         return "paged (vLLM)"
 
-    def describe_attention(self, attention: str) -> str:
+    def describe_attention(self, attention: str, *, mla: bool = False) -> str:
+        # vLLM chooses its backend itself (vllm/platforms/cuda.py get_attn_backend_cls): an MLA
+        # model gets an MLA backend (CUTLASS MLA on Blackwell, FlashMLA on Hopper, Triton MLA
+        # otherwise), other models FlashAttention
+        if mla:
+            return "vLLM's MLA backend (CUTLASS MLA, FlashMLA or Triton MLA by card)"
         return "vLLM's FlashAttention backend"
 
     def notes(self, inference: Inference) -> list[str]:

@@ -121,5 +121,7 @@ def placement_items(facts: ModelFacts, *, runs: str, full: bool, dtypes: Trainin
                 f"2 × {layer_parameters} × {gathered_width} B"
                 + (f" + {layer_parameters} × {trainable_bytes} B" if layer_gradients else ""),
                 phase_bytes={"forward": gathered, "validation": gathered})
+    if weight_format(runs).family != "bitsandbytes":
+        return [item], []
     return [item], ["FSDP: a quantized (bitsandbytes) base needs bnb_4bit_quant_storage to "
                     "shard; sized as if it shards like the other parameters"]
