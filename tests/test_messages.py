@@ -176,6 +176,8 @@ def test_an_unknown_card_is_judged_at_the_catalogs_claim(tmp_path):
     memory = o["criteria"]["memory"]
     assert memory["state"] == "to_confirm"  # a claim proves nothing (R4)
     assert "(catalog's claim): fits" in memory["reason"]
+    # CONTRACT: every conditional offer whose estimated_fit is fits gets a provisional rank
+    assert o["verdict"] == "conditional" and o["provisional_rank"] == 1
 
 
 def test_an_ambiguous_name_of_one_memory_is_judged_at_that_memory(tmp_path):

@@ -56,11 +56,20 @@ def verdict_of(criteria: dict[str, Criterion]) -> Verdict:
     return "conditional"
 
 
+def judgement_of(d: OfferDecision) -> FitJudgement | None:
+    """The fit rule's answer the offer's ``estimated_fit`` shows: its card's, or for a card the
+    table does not decide, the one at the variants' memory or the catalog's claim."""
+    if d.fit is not None:
+        return d.fit
+    return d.unknown_card.judgement if d.unknown_card is not None else None
+
+
 def useful_margin_bytes(d: OfferDecision) -> int | None:
     """Memory left per GPU once the workload is served: the fit judgement's
     ``headroom_bytes`` (device − margin − device peak; for a serving engine's pool, its KV bytes
     minus those the required sequences need), None when unknown (``memory.fit_rule``)."""
-    return None if d.fit is None else d.fit.headroom_bytes
+    fit = judgement_of(d)
+    return None if fit is None else fit.headroom_bytes
 
 
 def _r3_key(d: OfferDecision, margin: int | None) -> tuple[float, float, float]:
@@ -72,7 +81,8 @@ def _r3_key(d: OfferDecision, margin: int | None) -> tuple[float, float, float]:
 
 
 def _fits(d: OfferDecision) -> bool:
-    return d.fit is not None and d.fit.state == "fits"
+    fit = judgement_of(d)
+    return fit is not None and fit.state == "fits"
 
 
 def contract_order(decisions: list[OfferDecision]) -> list[OfferDecision]:

@@ -12,6 +12,7 @@ from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
 from ..decision.results import EstimateResult, PlanResult
+from ..decision.verdict import judgement_of
 from ..sheet import Sheet
 
 __all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
@@ -159,7 +160,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "canonical_card": d.card.name if d.card else None, "cards": o.cards,
             "days": d.days, "total_usd": None if d.total_usd is None else round(d.total_usd, 2),
             "device_bytes": d.card.device_bytes.value if d.card else None,
-            **_fit_keys(d.fit or (d.unknown_card.judgement if d.unknown_card else None)),
+            **_fit_keys(judgement_of(d)),
             **_claim_keys(d),
             "spot": o.spot, "card_note": d.card_note,
             **_pool_blocks(d.estimate.pool if d.estimate else None),
