@@ -178,6 +178,9 @@ def test_an_unknown_card_is_judged_at_the_catalogs_claim(tmp_path):
     assert "(catalog's claim): fits" in memory["reason"]
     # CONTRACT: every conditional offer whose estimated_fit is fits gets a provisional rank
     assert o["verdict"] == "conditional" and o["provisional_rank"] == 1
+    # and every view labels the figure as the catalog's claim
+    from gpusizer.report.offer_words import fit_words
+    assert fit_words(doc, o).startswith("estimated (catalog's claim): fits, ")
 
 
 def test_an_ambiguous_name_of_one_memory_is_judged_at_that_memory(tmp_path):

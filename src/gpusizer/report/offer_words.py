@@ -126,6 +126,8 @@ def fit_words(doc: dict[str, Any], o: dict[str, Any], *, prefix: str = "estimate
     where = f" in the {engine} KV pool" if engine else ""
     if state == "unknown" or (h is None and state != "does_not_fit"):
         return f"{prefix}unknown ({unknown_why(doc, o)})"
+    if o.get("estimated_fit_basis") not in (None, "card table"):  # say what was judged
+        prefix = f"{prefix.rstrip(': ')} ({o['estimated_fit_basis']}): "
     if state == "fits":
         return f"{prefix}fits, {fmt_gib(h)} GiB headroom{where}"
     if state == "borderline":
