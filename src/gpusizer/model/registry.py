@@ -34,7 +34,7 @@ from .config import facts_from_config
 from .facts import ModelFacts
 
 __all__ = ["RegistryEntry", "registry_entries", "find_entry", "close_matches", "revision_note",
-           "facts_from_entry", "registry_fingerprint"]
+           "facts_from_entry", "registry_fingerprint", "registry_listing"]
 
 _KEYS = {"id", "aliases", "revision", "commit", "commit_source", "seen", "source", "read_from",
          "config", "config_complete", "stored_bytes", "stored_bytes_source"}
@@ -196,3 +196,27 @@ def registry_fingerprint() -> str:
         if p.name.endswith(".json"):
             digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return f"sha256:{digest.hexdigest()}"
+
+
+def registry_listing() -> list[dict]:
+    """One row per entry for ``gpusizer models``, sorted by id (case-insensitive).
+
+    Keys: ``id``, ``aliases``, ``revision``, ``commit`` (null unless a public source states it),
+    ``model_type``, ``architecture`` (config.json ``architectures[0]``, or null),
+    ``parameters`` (counted from the config by the family code, as ``estimate`` counts them;
+    null when no family counts this ``model_type``), ``stored_bytes`` (null when no source gave
+    them), ``config_complete``, ``source``, ``read_from``.
+    """
+    rows = []
+    for e in sorted(registry_entries(), key=lambda e: e.model_id.lower()):
+        try:
+            parameters: int | None = facts_from_entry(e).architecture.total_parameters
+        except ModelError:
+            parameters = None
+        architectures = e.config.get("architectures") or [None]
+        rows.append({"id": e.model_id, "aliases": list(e.aliases), "revision": e.revision,
+                     "commit": e.commit, "model_type": e.config.get("model_type"),
+                     "architecture": architectures[0], "parameters": parameters,
+                     "stored_bytes": e.stored_bytes, "config_complete": e.config_complete,
+                     "source": e.source, "read_from": e.read_from})
+    return rows
