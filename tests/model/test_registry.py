@@ -101,7 +101,9 @@ def test_stored_bytes_equal_truth() -> None:
 
 
 # Old Llama-2 checkpoints store each layer's rotary inv_freq (head_dim / 2 = 64 values) as float32.
-INV_FREQ_BYTES = {"meta-llama/Llama-2-7b-hf": 32 * 64 * 4, "meta-llama/Llama-2-70b-hf": 80 * 64 * 4}
+INV_FREQ_BYTES = {"meta-llama/Llama-2-7b-hf": 32 * 64 * 4, "meta-llama/Llama-2-70b-hf": 80 * 64 * 4,
+                  "meta-llama/Llama-2-7b-chat-hf": 32 * 64 * 4,
+                  "meta-llama/Llama-2-70b-chat-hf": 80 * 64 * 4}
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.stored_bytes],
@@ -148,6 +150,9 @@ EVERYDAY_IDS = (
     "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-30B-A3B-FP8",
     "microsoft/Phi-3.5-mini-instruct", "microsoft/phi-4", "mistralai/Mixtral-8x7B-v0.1",
     "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "openai/gpt-oss-120b",
+    "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-2-7b-chat-hf",
+    "meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-70b-chat-hf", "google/gemma-2-2b-it",
+    "google/gemma-2b",
 )
 
 
@@ -170,6 +175,12 @@ def test_published_counts_of_new_entries() -> None:
     assert count["deepseek-ai/DeepSeek-R1"] == count["deepseek-ai/DeepSeek-V3"]
     assert count["Qwen/Qwen3-32B-FP8"] == count["Qwen/Qwen3-32B"] == 32_762_123_264
     assert count["Qwen/Qwen3-30B-A3B-FP8"] == count["Qwen/Qwen3-30B-A3B"] == 30_532_122_624
+    # derived entries (same architecture as a sibling), against truth.json's sources that name them
+    assert count["meta-llama/Llama-3.2-1B"] == 1_235_814_400  # llmfit 'meta-llama/Llama-3.2-1B'
+    assert count["meta-llama/Llama-2-13b-chat-hf"] == 13_015_864_320  # model_size_dict
+    for entry in ENTRIES:
+        if entry.read_from.startswith("same config.json as "):
+            assert "except" in entry.read_from or "not checked" in entry.read_from, entry.file
     # quantized repos store their declared format
     assert facts_from_entry(find_entry("Qwen/Qwen3-32B-FP8")).stored_format == "fp8"
 
