@@ -152,7 +152,7 @@ EVERYDAY_IDS = (
     "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "openai/gpt-oss-120b",
     "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-2-7b-chat-hf",
     "meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-70b-chat-hf", "google/gemma-2-2b-it",
-    "google/gemma-2b",
+    "google/gemma-2b", "mistralai/Mistral-Nemo-Base-2407", "Qwen/Qwen2.5-72B-Instruct",
 )
 
 
