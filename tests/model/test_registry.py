@@ -7,9 +7,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from gpusizer.model.config_reader import ConfigReader
 from gpusizer.model.facts import ModelFacts
-from gpusizer.model.families import FAMILIES
 from gpusizer.model.registry import (close_matches, facts_from_entry, find_entry,
                                      registry_entries, registry_fingerprint)
 

@@ -120,8 +120,8 @@ def test_unreachable_hub_is_tried_once_and_fails_at_once(monkeypatch: pytest.Mon
     elapsed = time.monotonic() - started
     assert not isinstance(err.value, ModelNotFoundError)  # exit 1, not an input error
     config_calls = [c for c in calls if c[1].endswith("/config.json")]
-    assert config_calls == [("HEAD", "https://huggingface.co/someone/not-in-the-registry/"
-                                     "resolve/main/config.json")]
+    url = "https://huggingface.co/someone/not-in-the-registry/resolve/main/config.json"
+    assert config_calls == [("HEAD", url)]
     assert len(calls) <= 2  # plus at most huggingface_hub's own once-a-day agent registry GET
     assert elapsed < 2, elapsed
     text = str(err.value)
