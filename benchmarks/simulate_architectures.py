@@ -33,6 +33,10 @@ LORA = {"model": {"path": "scaled-default-config"}, "task": "lora", "weights": "
 def scaled_config(model_type: str) -> dict:
     """The library's default config for ``model_type`` with every layer count set to 2.
 
+    A per-layer pattern (``layer_types``, ``layers_block_type``) keeps one layer of each kind it
+    holds, in order of first appearance (two layers when it has one kind), and the layer count
+    follows it, so a hybrid keeps its attention and its linear / state-space layers.
+
     Raises:
         Exception: whatever transformers raises for a type it cannot configure.
     """
@@ -41,12 +45,17 @@ def scaled_config(model_type: str) -> dict:
     cfg = AutoConfig.for_model(model_type).to_dict()
 
     def shrink(d: dict) -> None:
-        for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
-            if isinstance(d.get(key), int) and d[key] > 2:
-                d[key] = 2
+        layers = 2
         for key in ("layer_types", "layers_block_type"):
-            if isinstance(d.get(key), list) and len(d[key]) > 2:
-                d[key] = d[key][:2]
+            pattern = d.get(key)
+            if isinstance(pattern, list) and len(pattern) > 2:
+                kinds = list(dict.fromkeys(map(str, pattern)))
+                kept = [next(k for k in pattern if str(k) == kind) for kind in kinds]
+                d[key] = kept if len(kept) >= 2 else pattern[:2]
+                layers = len(d[key])
+        for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
+            if isinstance(d.get(key), int) and d[key] > layers:
+                d[key] = layers
         for value in d.values():
             if isinstance(value, dict):
                 shrink(value)

@@ -239,3 +239,25 @@ def test_hub_not_found_is_an_input_error_with_close_ids(monkeypatch: pytest.Monk
         resolve_model(model_id="google/gemma-2-9b-instruct", revision=None, path=None)
     assert "RepositoryNotFoundError" in str(err.value)
     assert "google/gemma-2-9b-it" in str(err.value) and calls.count("HEAD") == 1
+
+
+def test_config_for_sheet_reads_the_registry_offline() -> None:
+    """simulate's config.json: the registry entry's whole file, with the revision note and a
+    note when the entry holds the published keys only."""
+    from gpusizer.model.registry import find_entry
+    from gpusizer.model.resolve import config_for_sheet
+    from gpusizer.sheet import Sheet
+
+    def sheet(model: dict) -> Sheet:
+        return Sheet.model_validate({"model": model, "task": "inference", "weights": "bf16",
+                                     "inference": {"prompt_tokens": 8, "new_tokens": 1}})
+
+    cfg, where = config_for_sheet(sheet({"id": "Qwen/Qwen2.5-7B-Instruct"}))
+    assert cfg == find_entry("Qwen/Qwen2.5-7B-Instruct").config and cfg["architectures"]
+    assert where.startswith("bundled registry gpusizer/data/registry/Qwen--Qwen2.5-7B-Instruct")
+    _, pinned = config_for_sheet(sheet({"id": "Qwen/Qwen3-8B", "revision": "abc1234"}))
+    assert "revision abc1234 NOT checked" in pinned
+    _, partial = config_for_sheet(sheet({"id": "lmsys/vicuna-7b-v1.5"}))
+    assert "published keys only" in partial
+    with pytest.raises(ModelNotFoundError, match="close ids in the bundled registry"):
+        config_for_sheet(sheet({"id": "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"}))
