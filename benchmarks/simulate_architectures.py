@@ -31,11 +31,13 @@ LORA = {"model": {"path": "scaled-default-config"}, "task": "lora", "weights": "
 
 
 def scaled_config(model_type: str) -> dict:
-    """The library's default config for ``model_type`` with every layer count set to 2.
+    """The library's default config for ``model_type`` cut to two layers (or one of each kind).
 
-    A per-layer pattern (``layer_types``, ``layers_block_type``) keeps one layer of each kind it
-    holds, in order of first appearance (two layers when it has one kind), and the layer count
-    follows it, so a hybrid keeps its attention and its linear / state-space layers.
+    The kept layers are the first of each kind of the per-layer pattern (``layer_types``,
+    ``layers_block_type``, ``mlp_layer_types``…; every list as long as the layer count), in order
+    of first appearance, or layers 0 and 1 when every layer is alike; every such list, and the
+    layer count, are cut to the kept layers, so a hybrid keeps its attention and its linear /
+    state-space layers. Nested configs (``text_config``, ``vision_config``) are cut alike.
 
     Raises:
         Exception: whatever transformers raises for a type it cannot configure.
@@ -43,19 +45,25 @@ def scaled_config(model_type: str) -> dict:
     from transformers import AutoConfig
 
     cfg = AutoConfig.for_model(model_type).to_dict()
+    count_keys = ("num_hidden_layers", "num_layers", "n_layer", "n_layers")
 
     def shrink(d: dict) -> None:
-        layers = 2
-        for key in ("layer_types", "layers_block_type"):
-            pattern = d.get(key)
-            if isinstance(pattern, list) and len(pattern) > 2:
-                kinds = list(dict.fromkeys(map(str, pattern)))
-                kept = [next(k for k in pattern if str(k) == kind) for kind in kinds]
-                d[key] = kept if len(kept) >= 2 else pattern[:2]
-                layers = len(d[key])
-        for key in ("num_hidden_layers", "num_layers", "n_layer", "n_layers"):
-            if isinstance(d.get(key), int) and d[key] > layers:
-                d[key] = layers
+        total = next((d[k] for k in count_keys if isinstance(d.get(k), int)), None)
+        if total is not None and total > 2:
+            per_layer = [k for k, v in d.items() if isinstance(v, list) and len(v) == total]
+            kept: list[int] = []
+            for key in per_layer:
+                seen = {}
+                for i, kind in enumerate(map(str, d[key])):
+                    seen.setdefault(kind, i)
+                kept = sorted(set(kept) | set(seen.values()))
+            if len(kept) < 2:
+                kept = sorted(set(kept) | {0, 1})
+            for key in per_layer:
+                d[key] = [d[key][i] for i in kept]
+            for key in count_keys:
+                if d.get(key) == total:
+                    d[key] = len(kept)
         for value in d.values():
             if isinstance(value, dict):
                 shrink(value)
