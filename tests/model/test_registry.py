@@ -225,3 +225,12 @@ def test_covers_every_shared_model_with_a_hub_id() -> None:
 
 def test_fingerprint() -> None:
     assert registry_fingerprint().startswith("sha256:") and len(registry_fingerprint()) == 71
+
+
+def test_entry_config_is_a_fresh_copy() -> None:
+    """transformers edits nested config values in place (AutoConfig.for_model standardises
+    rope_scaling); the cached entries must not change (simulate, then estimate, in a process)."""
+    entry = find_entry("deepseek-ai/DeepSeek-V3")
+    edited = entry.config
+    edited["rope_scaling"]["factor"] = 0
+    assert find_entry("deepseek-ai/DeepSeek-V3").config["rope_scaling"]["factor"] == 40

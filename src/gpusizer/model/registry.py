@@ -20,6 +20,7 @@ File format (all keys required; ``aliases`` may be empty, ``commit``, ``commit_s
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
@@ -51,7 +52,7 @@ class RegistryEntry:
     seen: str
     source: str
     read_from: str
-    config: dict = field(hash=False, compare=False)
+    raw_config: dict = field(hash=False, compare=False, repr=False)
     config_complete: bool
     commit: str | None
     commit_source: str | None
@@ -63,6 +64,13 @@ class RegistryEntry:
     def ids(self) -> tuple[str, ...]:
         """The main id and its aliases."""
         return (self.model_id, *self.aliases)
+
+    @property
+    def config(self) -> dict:
+        """A fresh deep copy of the entry's config.json: transformers edits nested values in
+        place (``AutoConfig.for_model`` standardises ``rope_scaling``), and the entries are
+        cached for the process."""
+        return copy.deepcopy(self.raw_config)
 
 
 def _directory() -> Traversable:
@@ -95,7 +103,7 @@ def _entry(name: str, text: str) -> RegistryEntry:
     return RegistryEntry(
         model_id=d["id"], aliases=tuple(d["aliases"]), revision=str(d["revision"]),
         seen=str(d["seen"]), source=str(d["source"]), read_from=str(d["read_from"]),
-        config=d["config"], config_complete=d["config_complete"], commit=commit,
+        raw_config=d["config"], config_complete=d["config_complete"], commit=commit,
         commit_source=d["commit_source"], stored_bytes=stored,
         stored_bytes_source=d["stored_bytes_source"], file=where)
 

@@ -104,7 +104,7 @@ def config_for_sheet(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dic
             notes.append("the entry holds the published keys only (not the whole config.json): "
                          "transformers' defaults fill the rest")
         where = f"bundled registry {entry.file} ({entry.source}; read from {entry.read_from})"
-        return dict(entry.config), "; ".join([where, *notes])
+        return entry.config, "; ".join([where, *notes])
     local = _hub_config(m.id, m.revision)
     return _read_json(local), f"{m.id}@{m.revision} config.json ({local})"
 
