@@ -75,7 +75,8 @@ def test_malformed_id_exits_2_naming_model_id(command: list[str], bad: str,
     calls = _unreachable_hub(monkeypatch, tmp_path)  # online: F18 was the online case
     result = RUNNER.invoke(app, [*command, str(_sheet(tmp_path, bad))])
     assert result.exit_code == 2, result.output
-    assert "model.id: not a Hugging Face Hub id" in result.output and calls == []
+    assert "is not a Hugging Face Hub id" in result.output and calls == []
+    assert result.output.startswith("error: ") and "model.id: " in result.output
 
 
 def test_simulate_runs_the_readme_example_offline() -> None:

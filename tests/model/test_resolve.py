@@ -83,7 +83,7 @@ def test_malformed_id_is_an_input_error_before_any_request(
     with pytest.raises(ModelError) as err:
         resolve_model(model_id=bad, revision=None, path=None)
     assert not isinstance(err.value, HubError) and err.value.field == "model.id"
-    assert "not a Hugging Face Hub id" in str(err.value) and calls == []
+    assert "is not a Hugging Face Hub id" in str(err.value) and calls == []
 
 
 def _unreachable_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path | None = None) -> list:

@@ -116,10 +116,10 @@ def validate_model_id(model_id: str) -> None:
     try:
         validate_repo_id(model_id)
     except HFValidationError as exc:
-        raise ModelError(f"not a Hugging Face Hub id: {str(exc).splitlines()[0]} Expected "
+        rule = str(exc).split(": '", 1)[0].strip()  # the rule, without its echo of the value
+        raise ModelError(f"{shown(model_id)} is not a Hugging Face Hub id ({rule}); expected "
                          "org/name (letters, digits, '-', '_', '.'; each part at most 96 "
-                         "characters)",
-                         field="model.id", value=model_id) from None
+                         "characters)", field="model.id", value=model_id) from None
 
 
 def hub_file(repo_id: str, filename: str, revision: str | None, *,
