@@ -291,7 +291,9 @@ def test_a_newline_in_a_value_cannot_forge_an_error_line(tmp_path: Path) -> None
     sheet.write_text('model: {id: "meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine"}\n'
                      "task: inference\ninference: {prompt_tokens: 16, new_tokens: 16}\n")
     err = _one_line(run_cli("estimate", str(sheet), check=2))
-    assert "model.id: 'meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine' is not in" in err
+    # refused as a malformed Hub id before any lookup (issue 13, F18), the value escaped
+    assert ("model.id: 'meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine' is not a "
+            "Hugging Face Hub id") in err
 
 
 def test_a_long_garbage_row_is_cut_to_80_characters(tmp_path: Path) -> None:

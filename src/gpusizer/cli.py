@@ -530,6 +530,33 @@ def alternatives(sheet: SheetArg,
 
 
 @app.command()
+def models(format: Annotated[MemFmt, typer.Option("--format", help="md | json")] = MemFmt.md
+           ) -> None:
+    """List the bundled registry: the ids resolved offline, with revision, architecture,
+    parameters (counted from the config) and the public source of each config.json."""
+    import json
+
+    from .model.registry import registry_fingerprint, registry_listing
+    rows = registry_listing()
+    if format.value == "json":
+        doc = {"registry": registry_fingerprint(), "models": rows}
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", None)
+        return
+    lines = [f"# Bundled registry: {len(rows)} models (resolved offline)", "",
+             "| id | revision | architecture | parameters | source |", "|---|---|---|---|---|"]
+    for r in rows:
+        ids = " ".join([r["id"], *(f"(alias {a})" for a in r["aliases"])])
+        revision = r["revision"] + (f" (commit {r['commit'][:12]})" if r["commit"] else "")
+        params = f"{r['parameters']:,}".replace(",", " ") if r["parameters"] else "unknown"
+        partial = "" if r["config_complete"] else " (published keys only)"
+        lines.append(f"| {ids} | {revision} | {r['architecture'] or r['model_type']} | {params} "
+                     f"| {r['source']}{partial} |")
+    lines += ["", f"Registry {registry_fingerprint()}. `--format json` adds where each "
+              "config.json was read (`read_from`) and the stored bytes where a source gave them."]
+    _write("\n".join(lines) + "\n", None)
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     from . import __version__

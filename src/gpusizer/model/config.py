@@ -36,6 +36,18 @@ KEYS_WITHOUT_MEMORY_EFFECT: frozenset[str] = frozenset({
     "task_specific_params", "_attn_implementation",
     # Read by stored_format().
     "torch_dtype", "dtype", "quantization_config",
+    # PretrainedConfig's own attributes, which ``to_dict()`` writes into a saved config
+    # (transformers 4.x ``PretrainedConfig.__init__``): generation defaults, labels, flags.
+    "add_cross_attention", "bad_words_ids", "begin_suppress_tokens", "chunk_size_feed_forward",
+    "cross_attention_hidden_size", "diversity_penalty", "do_sample", "early_stopping",
+    "encoder_no_repeat_ngram_size", "exponential_decay_length_penalty", "finetuning_task",
+    "forced_bos_token_id", "forced_eos_token_id", "id2label", "is_decoder", "is_encoder_decoder",
+    "label2id", "length_penalty", "max_length", "min_length", "no_repeat_ngram_size",
+    "num_beam_groups", "num_beams", "num_return_sequences", "output_scores", "prefix",
+    "problem_type", "pruned_heads", "remove_invalid_values", "repetition_penalty",
+    "return_dict_in_generate", "suppress_tokens", "temperature", "tf_legacy_loss",
+    "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torchscript", "typical_p",
+    "use_bfloat16",
 })
 """config.json keys known not to change memory for any family; anything else a family does not
 read is recorded in ``ModelFacts.unrecognised_keys``. Family-specific lists live in each family

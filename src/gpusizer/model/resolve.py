@@ -1,7 +1,9 @@
-"""Find a model's facts: local folder → bundled registry → Hugging Face Hub.
+"""Find a model's facts (and its whole config.json): local folder → bundled registry → Hub.
 
-``huggingface_hub`` is imported inside :func:`resolve_model` only when the Hub is needed, so the
-CLI starts fast and a registry or folder model never touches the network.
+``huggingface_hub`` is imported only when the Hub is needed, so the CLI starts fast and a
+registry or folder model never touches the network. The Hub is tried once
+(:func:`gpusizer.model.hub_access.hub_file`): an unreachable Hub fails at once (exit 1) with the
+offline hint, a malformed id is refused before any request (exit 2, ``model.id``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from ..input_files import parse_json, read_input
 from ..sheet import Sheet
 from .config import facts_from_config
 from .facts import ModelFacts
-from .hub_access import hub_failures, hub_offline
-from .registry import facts_from_entry, find_entry
+from .hub_access import hub_file, hub_offline, validate_model_id
+from .registry import close_matches, facts_from_entry, find_entry, revision_note
 from .safetensors_headers import hub_stored_tensors, local_stored_tensors
 
-__all__ = ["resolve_model", "model_folder", "facts_for_sheet"]
+__all__ = ["resolve_model", "model_folder", "facts_for_sheet", "config_for_sheet"]
 
 
 def model_folder(path: str | Path, base_dir: str | Path | None) -> Path:
@@ -37,8 +39,10 @@ def resolve_model(*, model_id: str | None, revision: str | None, path: str | Pat
 
     Order: ``path`` (its config.json and the side files a weight format's detector reads, such
     as ModelOpt's ``hf_quant_config.json``, plus safetensors headers or index) → the
-    bundled registry by id (when ``revision`` is unset, ``main`` or the entry's own) → the Hub
-    (``hf_hub_download(model_id, "config.json", revision=...)`` and the safetensors headers).
+    bundled registry by id (any revision: a pinned one other than the entry's is used with a
+    note saying whether it was checked, :func:`~gpusizer.model.registry.revision_note`) → the
+    Hub (:func:`~gpusizer.model.hub_access.hub_file` for config.json, one attempt, then the
+    safetensors headers).
 
     Args:
         model_id: Hub id (``org/name``), or None with ``path``.
@@ -52,9 +56,12 @@ def resolve_model(*, model_id: str | None, revision: str | None, path: str | Pat
         header could be read.
 
     Raises:
-        ModelError: no id and no path, a missing/invalid config.json, or an invalid config.
+        ModelError: no id and no path, a malformed id (huggingface_hub's ``validate_repo_id``
+            rules), a missing/invalid config.json, or an invalid config.
         UnknownArchitectureError: the config's ``model_type`` has no family.
-        HubError: the Hub is needed but offline (``HF_HUB_OFFLINE``) or cannot answer.
+        ModelNotFoundError: an id neither in the registry nor on the Hub (or not cached while
+            ``HF_HUB_OFFLINE`` is set); the message lists close registry ids.
+        HubError: the Hub is needed but cannot be reached (one attempt).
     """
     del trust_remote_code  # never used: remote code is not executed
     if path is not None:
@@ -62,9 +69,67 @@ def resolve_model(*, model_id: str | None, revision: str | None, path: str | Pat
     if not model_id:
         raise ModelError("give model.id or model.path", field="model")
     entry = find_entry(model_id)
-    if entry is not None and revision in (None, "main", entry.revision):
-        return facts_from_entry(entry, model_id=model_id)
-    return _from_hub(model_id, revision, registry_revision=entry.revision if entry else None)
+    if entry is not None:
+        return facts_from_entry(entry, model_id=model_id, revision=revision)
+    return _from_hub(model_id, revision)
+
+
+def config_for_sheet(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dict, str]:
+    """The sheet model's whole config.json as a dict, with where it was read (what ``simulate``
+    builds the model from).
+
+    Order as :func:`resolve_model`: ``model.path`` → the bundled registry (its entries keep the
+    whole config.json, so this works offline; a pinned revision gets the entry's note) → the Hub
+    (one attempt, then the Hub cache).
+
+    Raises:
+        ModelError: no id or path (a bare parameter count), a malformed id, an unreadable or
+            invalid config.json.
+        ModelNotFoundError: the id is neither in the registry nor on the Hub / in the cache.
+        HubError: the Hub cannot be reached and config.json is not cached.
+    """
+    m = sheet.model
+    if m.path is not None:
+        file = model_folder(m.path, base_dir) / "config.json"
+        if not file.is_file():
+            raise ModelError("no config.json there; expected a folder holding the checkpoint's "
+                             "config.json", field="model.path", value=str(file.parent))
+        return _read_json(file), str(file)
+    if not m.id:
+        raise ModelError("give model.id or model.path", field="model")
+    entry = find_entry(m.id)
+    if entry is not None:
+        notes = [n for n in (revision_note(entry, m.revision),) if n]
+        if not entry.config_complete:
+            notes.append("the entry holds the published keys only (not the whole config.json): "
+                         "transformers' defaults fill the rest")
+        where = f"bundled registry {entry.file} ({entry.source}; read from {entry.read_from})"
+        return entry.config, "; ".join([where, *notes])
+    local = _hub_config(m.id, m.revision)
+    return _read_json(local), f"{m.id}@{m.revision} config.json ({local})"
+
+
+def _hub_config(model_id: str, revision: str | None) -> Path:
+    """config.json of an id the registry lacks, from the Hub (one attempt) or its cache.
+
+    Raises:
+        ModelError: a malformed id. ModelNotFoundError / HubError: see :func:`hub_file`.
+    """
+    validate_model_id(model_id)
+    close = close_matches(model_id)
+    hint = f"; close ids in the bundled registry: {', '.join(close)}" if close else ""
+    if hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model_id, "config.json", revision=revision)
+        if isinstance(cached, str):
+            return Path(cached)
+        raise ModelNotFoundError(
+            f"{shown(model_id)} is not in the bundled registry{hint}, and HF_HUB_OFFLINE is set "
+            f"with no cached config.json for revision {revision or 'main'}: check the id, go "
+            "online once (it is cached), or pass model.path (a folder with its config.json) "
+            "instead", field="model.id", value=model_id)
+    return hub_file(model_id, "config.json", revision, not_found_hint=hint)
 
 
 def _from_folder(folder: Path, *, model_id: str | None, revision: str | None) -> ModelFacts:
@@ -89,24 +154,8 @@ def _from_folder(folder: Path, *, model_id: str | None, revision: str | None) ->
     return replace(facts, stored_bytes=stored.total_bytes, stored_bytes_source=stored.source)
 
 
-def _from_hub(model_id: str, revision: str | None, *, registry_revision: str | None) -> ModelFacts:
-    if hub_offline():
-        known = (f" The bundled registry knows it at revision {registry_revision}: ask for that "
-                 "revision, or pass" if registry_revision else " Pass")
-        raise ModelNotFoundError(f"{shown(model_id)} is not in the bundled registry at revision "
-                       f"{revision or 'main'} and HF_HUB_OFFLINE is set.{known} model.path (a "
-                       "folder with its config.json) instead", field="model.id", value=model_id)
-    from huggingface_hub import hf_hub_download
-
-    try:
-        local = hf_hub_download(model_id, "config.json", revision=revision)
-    except hub_failures() as exc:
-        kind = (ModelNotFoundError if type(exc).__name__ in (
-            "RepositoryNotFoundError", "RevisionNotFoundError", "EntryNotFoundError",
-            "RemoteEntryNotFoundError", "GatedRepoError") else HubError)
-        raise kind(f"cannot download config.json of {model_id}@{revision or 'main'}: {exc}. "
-                       "Check the id and revision, log in for gated models (hf auth login), or "
-                       "pass model.path", field="model.id", value=model_id) from exc
+def _from_hub(model_id: str, revision: str | None) -> ModelFacts:
+    local = _hub_config(model_id, revision)
     where = f"https://huggingface.co/{model_id}/blob/{revision or 'main'}/config.json"
     facts = facts_from_config(_read_json(Path(local)), model_id=model_id,
                               revision=revision or "main", source="hub", source_detail=where,

@@ -1,8 +1,8 @@
 """Build the sheet's model from its config.json without weights: on fake tensors, no remote code.
 
-The config comes from ``model.path`` (its config.json) or, for ``model.id``, from the Hub
-(``huggingface_hub.hf_hub_download(id, "config.json", revision=...)``, which reads the local cache
-first; the bundled registry holds re-typed facts, not the whole config.json). The model class is
+The config comes from ``model.path`` (its config.json) or, for ``model.id``, from the bundled
+registry (each entry keeps the whole config.json) or the Hub (one attempt, then its cache), as
+``gpusizer.model.resolve.config_for_sheet`` reads it. The model class is
 transformers' own (``AutoModelForCausalLM.from_config``), so the traced code is the code a GPU run
 executes; ``trust_remote_code`` is never passed (a ``model_type`` transformers does not ship is an
 error). LoRA adapters are added by PEFT (``get_peft_model``).
@@ -15,9 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ModelError, ModelNotFoundError
-from ..input_files import parse_json, read_input
-from ..model.resolve import model_folder
+from ..model.resolve import config_for_sheet
 from ..sheet import Sheet
 from .errors import SimulationError
 
@@ -27,47 +25,22 @@ TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def load_config_dict(sheet: Sheet, *, base_dir: Path | None = None) -> tuple[dict, str]:
-    """The model's config.json as a dict, with where it was read.
+    """The model's config.json as a dict, with where it was read: ``model.path``, the bundled
+    registry (whose entries keep the whole config.json, so this works offline), or the Hub
+    (``gpusizer.model.resolve.config_for_sheet``).
 
     Raises:
         SimulationError: a bare ``model.parameters`` count (no architecture to run).
-        ModelError: the folder has no readable config.json.
-        ModelNotFoundError, HubError: ``model.id`` whose config.json is neither cached nor
-            reachable (offline), naming ``model.id``.
+        ModelError: the folder has no readable config.json; a malformed ``model.id``.
+        ModelNotFoundError: ``model.id`` unknown to the registry and the Hub (or not cached
+            offline). HubError: the Hub cannot be reached (exit 1, as every command).
     """
     m = sheet.model
     if m.parameters is not None:
         raise SimulationError("a bare parameter count has no architecture to run; give model.id "
                               "or model.path (a folder with config.json)",
                               field="model.parameters", value=m.parameters)
-    if m.path is not None:
-        file = model_folder(m.path, base_dir) / "config.json"
-        return _read(file, field="model.path"), str(file)
-    from huggingface_hub import hf_hub_download
-
-    from ..model.hub_access import hub_failures, hub_offline
-    try:
-        local = hf_hub_download(m.id, "config.json", revision=m.revision)
-    except hub_failures() as exc:
-        offline = " (HF_HUB_OFFLINE is set and it is not in the local cache)" if hub_offline() \
-            else ""
-        raise ModelNotFoundError(
-            f"simulate needs the whole config.json of {m.id}@{m.revision}, which the bundled "
-            f"registry does not hold, and it cannot be read{offline}: {type(exc).__name__}. "
-            "Go online once (it is cached), or set model.path to a folder with config.json",
-            field="model.id", value=m.id) from exc
-    return _read(Path(local), field="model.id"), f"{m.id}@{m.revision} config.json ({local})"
-
-
-def _read(file: Path, *, field: str) -> dict:
-    if not file.exists():
-        raise ModelError("no config.json there; expected a folder holding the checkpoint's "
-                         "config.json", field=field, value=str(file.parent))
-    data = parse_json(read_input(file, "config.json", ModelError), "config.json", ModelError,
-                      file=str(file))
-    if not isinstance(data, dict):
-        raise ModelError("config.json: expected a JSON object", field=field, value=str(file))
-    return data
+    return config_for_sheet(sheet, base_dir=base_dir)
 
 
 def attention_implementation(sheet_attention: str, config: dict) -> str:
