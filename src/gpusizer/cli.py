@@ -348,6 +348,7 @@ class Output(str, Enum):
     simulate = "simulate"
     fit = "fit"
     alternatives = "alternatives"
+    cards = "cards"
 
 
 @app.command()

@@ -112,6 +112,14 @@ def test_alternatives_json_matches_its_schema():
     _validate("alternatives", doc)
 
 
+@pytest.mark.parametrize("sheet", ["llama-3.1-8b-serving.yaml", "deepseek-v3-8xh200-vllm.yaml",
+                                   "llama-3.1-8b-qlora.yaml"])
+def test_cards_json_matches_its_schema(sheet):
+    doc = api.cards(EXAMPLES / sheet).to_json()
+    _validate("cards", doc)
+    assert doc["schema_version"] == SCHEMA_VERSION
+
+
 def test_simulate_json_matches_its_schema():
     pytest.importorskip("torch", reason="the simulate extra (torch) is not installed")
     doc = api.simulate(REPO_ROOT / "benchmarks/sheets/llama-serve-4k.yaml",

@@ -11,18 +11,15 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from .. import __version__
+from .. import SCHEMA_VERSION, __version__
 from ..catalog.card_table import CardTable
 from ..catalog.types import Card
 from ..decision.card_choice import CardFits, CardsResult, CountFit
 from ..units import GiB
 from .json_report import REGISTRY_NOTE, model_dict
 
-__all__ = ["SCHEMA_VERSION", "cards_document", "card_table_document", "render_cards_markdown",
+__all__ = ["cards_document", "card_table_document", "render_cards_markdown",
            "render_card_table_markdown", "answer_text"]
-
-SCHEMA_VERSION = 2
-"""CONTRACT.md's ``schema_version`` for this page."""
 
 _WIDTH = 120
 _PROVENANCE = {

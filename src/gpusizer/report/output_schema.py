@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import SCHEMA_VERSION
 
 __all__ = ["OUTPUT_MODELS", "output_schema", "PlanOutput", "EstimateOutput", "SimulateOutput",
-           "FitOutput", "AlternativesOutput"]
+           "FitOutput", "AlternativesOutput", "CardsOutput"]
 
 State = Literal["acceptable", "to_confirm", "exclude"]
 EstimatedFit = Literal["fits", "does_not_fit", "borderline", "unknown"]
@@ -380,9 +380,65 @@ class AlternativesOutput(_Out):
     note: str
 
 
+class CountOut(_Out):
+    """One card at one GPU count (``cards[].counts[]``)."""
+
+    gpus: int = Field(description="GPUs in the placement judged")
+    strategy: str = Field(description="the multi-GPU strategy judged (single for one GPU)")
+    estimated_fit: EstimatedFit | None = Field(
+        description="the fit rule's answer (CONTRACT.md estimated_fit); null when refused")
+    headroom_bytes: int | None = Field(description="device − device peak − margin, per GPU")
+    certain: bool = Field(description="the certain lower bound alone exceeds the device")
+    peak_bytes: int | None = Field(description="allocated peak per GPU")
+    device_peak_bytes: int | None = Field(description="device peak per GPU (null: unknown)")
+    provenance: Provenance | None = Field(description="of the figures; null when refused")
+    reason: str | None = Field(description="the judgement in words, or why it was refused")
+    refused: str | None = Field(description="why the sheet cannot run at this count on this "
+                                            "card (e.g. heads that do not split over the GPUs), "
+                                            "else null")
+    sheet_count: bool = Field(description="this is the sheet's own placement.gpus")
+
+
+class CardOut(_Out):
+    """One card of the card table (``cards[]``)."""
+
+    card: str = Field(description="the card table's canonical name")
+    device_bytes: int = Field(description="nvidia-smi memory.total, bytes")
+    device_bytes_status: str = Field(description="how the card table knows it")
+    compute_capability: str | None = Field(description="e.g. 9.0, or null when unknown")
+    fewest_gpus: int | None = Field(description="the fewest GPUs (of gpu_counts) that fit")
+    counts: list[CountOut]
+
+
+class CardsAnswer(_Out):
+    """The answer first (``answer``): the fewest GPUs that fit, then the smallest card."""
+
+    card: str
+    gpus: int
+    strategy: str
+    headroom_bytes: int | None
+
+
+class CardsOutput(_Versioned):
+    """``gpusizer cards SHEET --format json``: every card at 1, 2, 4 and 8 GPUs, no catalog."""
+
+    gpusizer: dict[str, Any]
+    sheet: dict[str, Any]
+    model: ModelOut
+    strategy: dict[str, Any] = Field(description="{name, default, source}: the multi-GPU "
+                                                 "strategy judged and where it comes from")
+    gpu_counts: list[int]
+    sheet_gpus: int
+    answer: CardsAnswer | None = Field(description="null: no card fits at up to 8 GPUs")
+    answer_text: str
+    cards: list[CardOut]
+    provenance: dict[str, str] = Field(description="what every figure is and where it comes "
+                                                   "from")
+
+
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "plan": PlanOutput, "estimate": EstimateOutput, "simulate": SimulateOutput,
-    "fit": FitOutput, "alternatives": AlternativesOutput,
+    "fit": FitOutput, "alternatives": AlternativesOutput, "cards": CardsOutput,
 }
 """``gpusizer schema --output NAME`` → the model of that command's JSON."""
 
