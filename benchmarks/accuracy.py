@@ -170,7 +170,15 @@ def score_case(case: dict, method: str = "estimate") -> list[Row]:
     sheet = MANIFEST.parent / case["sheet"]
     run = api.estimate if method == "estimate" else api.simulate
     try:
-        doc = run(sheet, card=case.get("card")).to_json()
+        report = run(sheet, card=case.get("card"))
+        doc = report.to_json()
+        if method == "simulate" and case.get("card"):
+            # simulate's JSON has no fit object: the same fit rule on the simulated memory
+            from gpusizer.catalog.cards import require_card
+            from gpusizer.memory.fit_rule import judge_on_card
+            r = report.result
+            fit = judge_on_card(r.memory, require_card(case["card"]), r.sheet.margin)
+            doc["fit"] = {"estimated_fit": fit.state}
     except GpusizerError as exc:
         parsed, _ = read_sheet(sheet)
         kind = _kind({"sheet": {"task": parsed.task, "inference": {
