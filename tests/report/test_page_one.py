@@ -8,6 +8,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpusizer.cli import app, summary_targets
@@ -259,3 +261,25 @@ def test_a_view_lists_every_offer_under_details_unless_top_is_given():
     assert "showing the top 2 of 5 offers" in details
     listed = re.findall(r"^- (\S+) · workload:", details, re.MULTILINE)
     assert listed == [o["id"] for o in doc["offers"][:2]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="|\n\r", codec="utf-8"),
+                        min_size=1, max_size=60), min_size=1, max_size=9),
+       st.integers(min_value=20, max_value=130))
+def test_fit_row_always_ends_within_the_width_or_at_eight_characters_a_cell(cells, width):
+    # a row whose longest cell cannot absorb the whole overflow once used to loop forever
+    row = fit_row(cells, width)
+    out = row[2:-2].split(" | ")
+    assert len(out) == len(cells)
+    assert len(row) <= width or all(len(c) <= 8 for c in out)
+    for before, after in zip(cells, out):
+        assert after == before or (len(after) < len(before) and "…" in after)
+
+
+def test_the_finding_that_hung_plan_now_ends():
+    cells = ["lambda-us-east-1-gpu_8x_h100_sxm5-ondemand-2026q4",
+             "NVIDIA H100 80GB HBM3 SXM5 (Lambda Cloud) × 8", "1722.24", "excluded", "fits",
+             "34.01", "exclude: distribution; budget"]
+    row = fit_row(cells, 120)
+    assert len(row) <= 120 and row.count("…") >= 1
