@@ -232,6 +232,10 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
         # the window they keep while decoding: the item's size is its largest
         kv_full_item = kv_prompt
         phase_bytes = {"decode": kv_full}
+        kv_text += (f"; at the end of prefill every layer, sliding ones included, still holds "
+                    f"the whole prompt ({seqs} × {inf.prompt_tokens} tokens = {kv_prompt} B: "
+                    "transformers' DynamicSlidingWindowLayer keeps a view of it until the first "
+                    f"decode step), the largest size and the item's; decode {kv_full} B")
     else:
         kv_full_item = kv_full
     items = [Item("kv_cache", kv_full_item, "estimated", ("prefill", "decode"), kv_src,
