@@ -66,6 +66,7 @@ class DecoderShapes:
         position_embeddings: elements of learned absolute position embeddings (GPT-2).
         attention_prefix / mlp_prefix: the attribute names of the attention and MLP blocks in a
             decoder layer (``self_attn``/``mlp``; GPT-2 ``attn``; Falcon ``self_attention``).
+        lm_head_bias: the output layer has a vocab-wide bias (PhiMoE ``lm_head_bias``).
     """
 
     hidden_size: int
@@ -83,6 +84,7 @@ class DecoderShapes:
     position_embeddings: int = 0
     attention_prefix: str = "self_attn"
     mlp_prefix: str = "mlp"
+    lm_head_bias: bool = False
 
 
 def gqa_attention(hidden: int, heads: int, kv_heads: int, head_dim: int, *, qkv_bias: bool,
@@ -160,6 +162,8 @@ def param_groups(shapes: DecoderShapes) -> tuple[ParamGroup, ...]:
     out.append(ParamGroup("norms", norms, "norm"))
     if not s.tie_word_embeddings:
         out.append(ParamGroup("lm_head", v * d, "lm_head", 1, v, d, v * d, ((1, v, d),)))
+    if s.lm_head_bias:
+        out.append(ParamGroup("lm_head_bias", v, "bias"))
     return tuple(g for g in out if g.count)
 
 
