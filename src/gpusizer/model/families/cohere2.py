@@ -39,7 +39,8 @@ def _layers(cfg: ConfigReader, num_layers: int) -> tuple[tuple[str, ...], int | 
 
 
 STYLE = LlamaStyle(layers=_layers, tie_default=True, qkv_bias="attention_bias",
-                   o_bias="attention_bias", norms_per_layer=1, peft_default_targets=None)
+                   o_bias="attention_bias", norms_per_layer=1, parallel_block=True,
+                   peft_default_targets=None)
 
 
 def describe(cfg: ConfigReader) -> Architecture:

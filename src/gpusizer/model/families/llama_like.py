@@ -73,6 +73,8 @@ class LlamaStyle:
         gated_mlp: gate/up/down (True) or a two-matrix MLP (StarCoder2 ``c_fc``/``c_proj``).
         mlp_names: the MLP's module names when they are not Llama's.
         lm_head_bias: read ``lm_head_bias`` (PhiMoE): a vocab-wide bias on the output layer.
+        parallel_block: attention and MLP read one norm's output and are summed with the residual
+            (Cohere 2); give ``norms_per_layer`` 1 with it.
         sinks: one learned attention-sink logit per query head and layer (gpt-oss).
         head_dim_default: ``head_dim`` when absent (None: hidden_size / num_attention_heads).
         layers: the ``layer_types`` rule, from :mod:`.layer_pattern`.
@@ -101,6 +103,7 @@ class LlamaStyle:
     gated_mlp: bool = True
     mlp_names: tuple[str, ...] | None = None
     lm_head_bias: bool = False
+    parallel_block: bool = False
     sinks: bool = False
     head_dim_default: int | None = None
     moe: Callable[[ConfigReader, Dims], MoeBlock] | None = None
@@ -178,4 +181,5 @@ def describe_llama_like(cfg: ConfigReader, style: LlamaStyle) -> Architecture:
         params=param_groups(shapes), positions="rope",
         peft_default_targets=style.peft_default_targets, moe=block.dims if block else None,
         modules=linear_modules(shapes), norm=style.norm, norms_per_layer=style.norms_per_layer,
-        qk_norm=style.qk_norm)
+        qk_norm=style.qk_norm, fused_gate_up_output=style.fused_gate_up,
+        parallel_block=style.parallel_block)
