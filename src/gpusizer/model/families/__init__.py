@@ -14,9 +14,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from ...errors import UnknownArchitectureError, shown
-from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4, gpt2,
-               gpt_neox, gpt_oss, llama, mistral, mixtral, olmo2, phi3, phimoe, qwen2, qwen3,
-               qwen3_moe, starcoder2)
+from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4,
+               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, mistral, mixtral, olmo2, phi3, phimoe,
+               qwen2, qwen3, qwen3_moe, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
 
@@ -41,6 +41,7 @@ FAMILIES: dict[str, ModuleType] = {
     "starcoder2": starcoder2,
     "cohere2": cohere2,
     "glm4": glm4,
+    "glm4_moe": glm4_moe,
     "phimoe": phimoe,
 }
 """config.json ``model_type`` → family module."""
