@@ -19,6 +19,7 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 MODELS: dict[str, tuple[str, dict]] = {
@@ -56,6 +57,12 @@ MODELS: dict[str, tuple[str, dict]] = {
         num_experts_per_tok=8, first_k_dense_replace=1, use_qk_norm=False,
         max_position_embeddings=131072, num_nextn_predict_layers=1,
         tie_word_embeddings=False)),
+    "llama4_text": ("meta-llama/Llama-4-Scout-17B-16E (text_config)", dict(
+        vocab_size=202048, hidden_size=5120, intermediate_size=8192,
+        intermediate_size_mlp=16384, num_hidden_layers=48, num_attention_heads=40,
+        num_key_value_heads=8, head_dim=128, num_local_experts=16, num_experts_per_tok=1,
+        interleave_moe_layer_step=1, attention_chunk_size=8192,
+        max_position_embeddings=10485760)),
 }
 """model_type → (the published model, its dimensions as its config.json states them)."""
 
@@ -74,8 +81,8 @@ def full_config(model_type: str) -> dict:
     return d
 
 
-def compare(model_type: str) -> list[str]:
-    """Lines of estimate vs simulate for both sheets of one family."""
+def compare(model_type: str) -> Iterator[str]:
+    """Lines of estimate vs simulate for both sheets of one family, as they come."""
     from gpusizer.model.config import facts_from_config
     from gpusizer.pipeline import resolve_facts
     from gpusizer.sheet import parse_sheet
@@ -85,7 +92,7 @@ def compare(model_type: str) -> list[str]:
     cfg = full_config(model_type)
     facts = facts_from_config(cfg, model_id=model_id, revision=None, source="path",
                               source_detail="benchmark")
-    lines = [f"## {model_type} ({model_id}): {facts.architecture.total_parameters:,} parameters"]
+    yield f"## {model_type} ({model_id}): {facts.architecture.total_parameters:,} parameters"
     sheets = {
         "inference": {"inference": {"prompt_tokens": 1920, "new_tokens": 128,
                                     "concurrency": 1}},
@@ -99,22 +106,20 @@ def compare(model_type: str) -> list[str]:
                                  **block})
             start = time.perf_counter()
             r = simulate_memory(sheet, resolve_facts(sheet))
-            lines.append(f"{task} ({time.perf_counter() - start:.0f} s)")
+            yield f"{task} ({time.perf_counter() - start:.0f} s)"
             for p in r.comparison["phases"]:
                 s, e, diff = (p["simulated_peak_bytes"], p["estimate_peak_bytes"],
                               p["difference_bytes"])
                 if s is None:
                     continue
-                lines.append(f"  {p['phase']:15} simulated {s:>15,} estimated {e:>15,} "
-                             f"difference {diff:>+13,} ({100 * diff / s:+.2f} %)")
+                yield (f"  {p['phase']:15} simulated {s:>15,} estimated {e:>15,} "
+                       f"difference {diff:>+13,} ({100 * diff / s:+.2f} %)")
             for i in r.comparison["items"]:
                 if i["item"] in ("weights", "kv_cache") and i["phase"] in ("load", "prefill",
                                                                            "decode", "forward"):
-                    lines.append(f"    {i['item']:8} {i['phase']:8} simulated "
-                                 f"{i['simulated_bytes']:>15,} estimated "
-                                 f"{i['estimate_bytes']:>15,} difference "
-                                 f"{i['difference_bytes']:+,}")
-    return lines
+                    yield (f"    {i['item']:8} {i['phase']:8} simulated "
+                           f"{i['simulated_bytes']:>15,} estimated {i['estimate_bytes']:>15,} "
+                           f"difference {i['difference_bytes']:+,}")
 
 
 def main() -> None:
@@ -123,9 +128,10 @@ def main() -> None:
     args = parser.parse_args()
     for model_type in args.only:
         try:
-            print("\n".join(compare(model_type)), flush=True)
+            for line in compare(model_type):
+                print(line, flush=True)
         except Exception as exc:  # noqa: BLE001 - a benchmark reports and goes on
-            print(f"## {model_type}: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+            print(f"  simulate failed: {type(exc).__name__}: {str(exc).splitlines()[0]}",
                   flush=True)
 
 

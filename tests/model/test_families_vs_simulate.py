@@ -47,11 +47,14 @@ PER_FAMILY = {
     "phimoe": {"num_local_experts": 4, "attention_bias": True, "lm_head_bias": True},
     "glm4_moe": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 256,
                  "head_dim": 64, "attention_bias": True, "use_qk_norm": True},
+    # one chunked (RoPE) layer of 64 tokens and one full (NoPE) layer; layer 1 dense, 0 MoE
+    "llama4_text": {"head_dim": 64, "num_local_experts": 4, "intermediate_size_mlp": 1024,
+                    "no_rope_layers": [1, 0], "attention_chunk_size": 64, "moe_layers": [0]},
 }
 """Keys beyond :data:`TINY` (None: leave the library's default)."""
 
 ATTENTION = ["q_proj", "k_proj", "v_proj", "o_proj"]
-LORA_TARGETS = {"phimoe": ATTENTION, "glm4_moe": ATTENTION}
+LORA_TARGETS = {"phimoe": ATTENTION, "glm4_moe": ATTENTION, "llama4_text": ATTENTION}
 """PEFT's ``all-linear`` on PhiMoE adapts ``mlp.router`` (an ``nn.Linear`` subclass whose forward
 returns a tuple), and the LoRA forward then fails (``'tuple' object has no attribute 'dtype'``);
 on GLM-4.5 MoE, PEFT's adapters on the stacked experts cannot be moved to the fp32 router's
@@ -117,6 +120,8 @@ def test_lora_parameters_equal_peft(family):
     config, d = _config(family)
     facts = _facts(d)
     default = facts.architecture.peft_default_targets
+    # all-linear on Llama 4 adapts its nn.Linear router too, whose LoRA forward then fails, as
+    # on PhiMoE (see LORA_TARGETS): both are checked on attention lists only
     targets = [LORA_TARGETS.get(family, "all-linear"),
                list(default) if default else ["q_proj", "o_proj"] if family != "gpt_neox"
                else ["dense"]]
@@ -134,7 +139,13 @@ def test_peft_defaults_are_peft_s_own():
         assert declared == (tuple(table[family]) if family in table else None), family
 
 
-@pytest.mark.parametrize("family", sorted(PER_FAMILY))
+NOT_SIMULATED = {"llama4_text"}
+"""simulate sets ``_experts_implementation = "grouped_mm"`` on every MoE config, which
+``Llama4ForCausalLM`` refuses (``does not support setting experts implementation``): Llama 4's
+KV cache is checked against transformers' own cache instead (:func:`test_llama4_kv_cache`)."""
+
+
+@pytest.mark.parametrize("family", sorted(set(PER_FAMILY) - NOT_SIMULATED))
 def test_estimate_equals_simulate(family, tmp_path):
     config, d = _config(family)
     (tmp_path / "config.json").write_text(json.dumps(d))
@@ -196,3 +207,28 @@ def test_moe_prefill_gap_is_mixtral_s(tmp_path):
                                                    INFERENCE).comparison["phases"]}
         gaps[family] = phases["prefill"]["difference_bytes"]
     assert gaps["phimoe"] == pytest.approx(gaps["mixtral"], rel=0.01)
+
+
+def test_llama4_kv_cache_is_transformers_own():
+    """Llama 4's chunked layers are cached as sliding windows of ``attention_chunk_size``: after a
+    100-token prompt, transformers' ``DynamicCache`` holds, in the chunked layer, the last 63
+    tokens (``DynamicSlidingWindowLayer`` keeps window − 1), and the whole prompt in the full one;
+    the estimate's decode rule caps the chunked layer at the 64-token window."""
+    from gpusizer.memory.kv_cache import kv_layout
+    config, d = _config("llama4_text")
+    config.vocab_size = d["vocab_size"] = 2048          # a real forward: keep it small
+    config.bos_token_id = config.eos_token_id = config.pad_token_id = 0
+    facts = _facts(d)
+    arch = facts.architecture
+    assert arch.layer_types == ("sliding_attention", "full_attention")
+    assert arch.sliding_window == 64
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    cache = transformers.DynamicCache(config=config)
+    with torch.no_grad():
+        model(input_ids=torch.zeros((1, 100), dtype=torch.long), cache=cache, use_cache=True)
+    held = [sum(t.numel() * t.element_size() for t in (layer.keys, layer.values))
+            for layer in cache.layers]
+    per_token = 2 * arch.num_key_value_heads * arch.head_dim * 2      # K and V, bf16
+    assert held == [63 * per_token, 100 * per_token]
+    layout = kv_layout(facts, dtype_bytes=2)
+    assert layout.tokens_bytes(100) == 64 * per_token + 100 * per_token

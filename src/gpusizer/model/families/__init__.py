@@ -15,7 +15,7 @@ from types import ModuleType
 
 from ...errors import UnknownArchitectureError, shown
 from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4,
-               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, mistral, mixtral, olmo2, phi3, phimoe,
+               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, llama4_text, mistral, mixtral, olmo2, phi3, phimoe,
                qwen2, qwen3, qwen3_moe, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
@@ -43,6 +43,7 @@ FAMILIES: dict[str, ModuleType] = {
     "glm4": glm4,
     "glm4_moe": glm4_moe,
     "phimoe": phimoe,
+    "llama4_text": llama4_text,
 }
 """config.json ``model_type`` → family module."""
 
