@@ -50,11 +50,9 @@ def describe(cfg: ConfigReader) -> Architecture:
         ModelError: a required key is missing, hidden_size is not a multiple of the heads, or
             ``head_dim`` disagrees with hidden / heads.
     """
-    hidden, heads = cfg.require_int("hidden_size"), cfg.require_int("num_attention_heads")
-    if hidden % heads:
-        raise cfg.error("num_attention_heads", f"{heads} does not divide hidden_size {hidden}")
-    stated = cfg.optional_int("head_dim", hidden // heads)
-    if stated != hidden // heads:
-        raise cfg.error("head_dim", f"{stated}, but Cohere2Config sets hidden_size / "
-                        f"num_attention_heads = {hidden // heads}", stated)
-    return describe_llama_like(cfg, STYLE)
+    arch = describe_llama_like(cfg, STYLE)
+    derived = arch.hidden_size // arch.num_attention_heads
+    if arch.head_dim != derived or arch.hidden_size % arch.num_attention_heads:
+        raise cfg.error("head_dim", f"{arch.head_dim}, but Cohere2Config sets hidden_size / "
+                        f"num_attention_heads = {derived}", arch.head_dim)
+    return arch

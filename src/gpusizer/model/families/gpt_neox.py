@@ -25,6 +25,7 @@ from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .decoder import DecoderShapes, gqa_attention, linear_modules, mlp, param_groups
 from .layer_pattern import full_only
+from .llama_like import read_dims
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -42,12 +43,9 @@ def describe(cfg: ConfigReader) -> Architecture:
     Raises:
         ModelError: a required key is missing, or hidden_size is not a multiple of the heads.
     """
-    hidden = cfg.require_int("hidden_size")
-    heads = cfg.require_int("num_attention_heads")
-    if hidden % heads:
-        raise cfg.error("num_attention_heads", f"{heads} does not divide hidden_size {hidden}")
-    head_dim = hidden // heads
-    layers, vocab = cfg.require_int("num_hidden_layers"), cfg.require_int("vocab_size")
+    d = read_dims(cfg)   # GPTNeoXConfig has neither head_dim nor num_key_value_heads: MHA
+    hidden, heads, head_dim = d.hidden_size, d.num_heads, d.head_dim
+    layers, vocab = d.num_layers, d.vocab_size
     intermediate = cfg.require_int("intermediate_size")
     bias = cfg.flag("attention_bias", True)
     tie = cfg.flag("tie_word_embeddings", False)
