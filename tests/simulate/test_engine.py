@@ -151,7 +151,8 @@ def test_eight_bit_states_by_byte_size(tiny_llama):
     assert _item(r, "optimizer_states").bytes == expected
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+# families without a real config in ../shared run in tests/model/test_families_vs_simulate.py
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) & set(FAMILY_CONFIGS)))
 def test_family(family, shared_dir, write_model):
     """Every family of the model reader runs through transformers on fake tensors; the simulated
     weights are the reader's parameter count × 2 B (bf16), plus at most 511 B of allocator

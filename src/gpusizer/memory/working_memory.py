@@ -13,7 +13,10 @@ gate_up + ``SiluAndMul``, which keep the same live set):
   SDPA's flash / memory-efficient kernels and FlashAttention-2 keep no S × S matrix
   (Dao et al. 2022, §3.1) — only a ``batch × heads × S`` fp32 log-sum-exp;
 - gated MLP step (SwiGLU/GeGLU): residual + input ``2h`` + act(gate), up and their product
-  ``3·I``; two-matrix MLP: ``2h + 2·I``;
+  ``3·I``; two-matrix MLP: ``2h + 2·I``; a fused gate_up output (GLM-4 ``Glm4MLP``: one 2·I
+  tensor chunked into gate and up) lives until the product: ``4·I``; a parallel block (Cohere 2
+  ``Cohere2DecoderLayer``: ``residual + attention + mlp``) holds the attention output ``h``
+  through the MLP step;
 - MoE step with uniform top-k routing: residual + input + accumulator ``3h``, fp32 router logits
   ``E`` per token, the tokens of one expert (T·k/E) through its MLP, and shared experts;
 - RMSNorm step: the residual, an fp32 copy, its fp32 normalized value and the output;
@@ -121,9 +124,10 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
     mlp = 0
     if arch.intermediate_size:
         width = arch.intermediate_size // tp
-        mult = 3 if arch.gated_mlp else 2
-        mlp = t * (2 * h + mult * width) * b
-        parts.append(f"MLP {t} × (2·{h} + {mult}·{width}) × {b} B")
+        mult = (3 + arch.fused_gate_up_output) if arch.gated_mlp else 2
+        held = 3 if arch.parallel_block else 2   # + the attention output of a parallel block
+        mlp = t * (held * h + mult * width) * b
+        parts.append(f"MLP {t} × ({held}·{h} + {mult}·{width}) × {b} B")
     moe = 0
     if arch.moe is not None:
         e = arch.moe

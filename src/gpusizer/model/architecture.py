@@ -54,6 +54,12 @@ class Architecture:
         norm: ``"rms"`` (RMSNorm, transformers upcasts to fp32) or ``"layer"`` (nn.LayerNorm).
         norms_per_layer: hidden-wide norms per decoder layer (2; Gemma 2/3: 4; Falcon-7B: 1).
         qk_norm: per-head norms on q and k (Qwen3, Gemma 3).
+        fused_gate_up_output: the MLP's gate and up come out of one matrix as one 2·I tensor
+            that lives until their product (GLM-4 ``Glm4MLP``: ``gate_up_proj(x).chunk(2)``).
+            False where the arithmetic predates it (Phi-3, whose code is the same).
+        parallel_block: attention and MLP read the same norm output and the attention output
+            waits for the MLP (Cohere 2 ``residual + attention + mlp``). False where the
+            arithmetic predates it (Falcon).
     """
 
     hidden_size: int
@@ -80,6 +86,8 @@ class Architecture:
     norm: Literal["rms", "layer"] = "rms"
     norms_per_layer: int = 2
     qk_norm: bool = False
+    fused_gate_up_output: bool = False
+    parallel_block: bool = False
 
     @property
     def total_parameters(self) -> int:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from ...errors import UnknownArchitectureError, shown
-from . import (deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, gpt2, gpt_oss, llama,
-               mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe)
+from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4,
+               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, llama4_text, mistral, mixtral, olmo2, phi3, phimoe,
+               qwen2, qwen3, qwen3_moe, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
 
@@ -35,6 +36,14 @@ FAMILIES: dict[str, ModuleType] = {
     "deepseek_v2": deepseek_v2,
     "deepseek_v3": deepseek_v3,
     "gpt_oss": gpt_oss,
+    "olmo2": olmo2,
+    "gpt_neox": gpt_neox,
+    "starcoder2": starcoder2,
+    "cohere2": cohere2,
+    "glm4": glm4,
+    "glm4_moe": glm4_moe,
+    "phimoe": phimoe,
+    "llama4_text": llama4_text,
 }
 """config.json ``model_type`` → family module."""
 

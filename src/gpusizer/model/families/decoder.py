@@ -66,6 +66,9 @@ class DecoderShapes:
         position_embeddings: elements of learned absolute position embeddings (GPT-2).
         attention_prefix / mlp_prefix: the attribute names of the attention and MLP blocks in a
             decoder layer (``self_attn``/``mlp``; GPT-2 ``attn``; Falcon ``self_attention``).
+        lm_head_bias: the output layer has a vocab-wide bias (PhiMoE ``lm_head_bias``).
+        shared_name: the shared expert's attribute in the MoE block (``shared_experts``; Llama 4
+            ``shared_expert``).
     """
 
     hidden_size: int
@@ -83,6 +86,8 @@ class DecoderShapes:
     position_embeddings: int = 0
     attention_prefix: str = "self_attn"
     mlp_prefix: str = "mlp"
+    lm_head_bias: bool = False
+    shared_name: str = "shared_experts"
 
 
 def gqa_attention(hidden: int, heads: int, kv_heads: int, head_dim: int, *, qkv_bias: bool,
@@ -160,6 +165,8 @@ def param_groups(shapes: DecoderShapes) -> tuple[ParamGroup, ...]:
     out.append(ParamGroup("norms", norms, "norm"))
     if not s.tie_word_embeddings:
         out.append(ParamGroup("lm_head", v * d, "lm_head", 1, v, d, v * d, ((1, v, d),)))
+    if s.lm_head_bias:
+        out.append(ParamGroup("lm_head_bias", v, "bias"))
     return tuple(g for g in out if g.count)
 
 
@@ -221,7 +228,7 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
             converted = () if e.stacked else tuple(m.name for m in sources)
             out.append(LinearModule(f"{s.mlp_prefix}.experts.{name}", rows, cols, s.moe_layers,
                                     "expert", e.count, converted_from=converted))
-        add(f"{s.mlp_prefix}.shared_experts", e.shared, s.moe_layers,
+        add(f"{s.mlp_prefix}.{s.shared_name}", e.shared, s.moe_layers,
             {"mlp_in": "shared_expert_in", "mlp_out": "shared_expert_out"})
         out.append(LinearModule(f"{s.mlp_prefix}.{e.router.name or 'gate'}", e.router.rows,
                                 e.router.cols, s.moe_layers, e.router.role))

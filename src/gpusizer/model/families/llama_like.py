@@ -57,10 +57,24 @@ class LlamaStyle:
         tie_default: ``tie_word_embeddings`` when config.json omits it (the config class default).
         qkv_bias / o_bias: "never", "always", or "attention_bias" (read that key).
         attention_bias_default: ``attention_bias`` when absent (false; gpt-oss: true).
-        mlp_bias: read ``mlp_bias`` (Llama only).
-        qk_norm: per-head RMSNorm on q and k (Qwen3, Gemma 3): 2 × head_dim per layer.
-        norms_per_layer: hidden-wide RMSNorms per layer (2; Gemma 2/3 have 4).
+        mlp_bias: read ``mlp_bias_key`` (Llama: ``mlp_bias``; StarCoder2: ``use_bias``), default
+            ``attention_bias_default``.
+        bias_key: the key the ``"attention_bias"`` rule reads (StarCoder2: ``use_bias``).
+        qk_norm: RMSNorm on q and k (Qwen3, Gemma 3): per head, 2 × head_dim per layer.
+        qk_norm_width: ``"head"`` (one head_dim-wide norm shared by the heads) or
+            ``"projection"`` (OLMo 2: over the whole q and k projections, (heads + kv_heads) ×
+            head_dim per layer).
+        norms_per_layer: hidden-wide norms per layer (2; Gemma 2/3 and GLM-4 have 4; Cohere 2's
+            parallel block 1).
+        norm: ``"rms"`` (weight only, fp32 upcast) or ``"layer"`` (``nn.LayerNorm``: weight and
+            bias, 2 × hidden per norm; StarCoder2, PhiMoE).
         fused: Phi-3's fused ``qkv_proj`` and ``gate_up_proj``.
+        fused_gate_up: only the MLP's gate and up are fused (GLM-4 ``gate_up_proj``).
+        gated_mlp: gate/up/down (True) or a two-matrix MLP (StarCoder2 ``c_fc``/``c_proj``).
+        mlp_names: the MLP's module names when they are not Llama's.
+        lm_head_bias: read ``lm_head_bias`` (PhiMoE): a vocab-wide bias on the output layer.
+        parallel_block: attention and MLP read one norm's output and are summed with the residual
+            (Cohere 2); give ``norms_per_layer`` 1 with it.
         sinks: one learned attention-sink logit per query head and layer (gpt-oss).
         head_dim_default: ``head_dim`` when absent (None: hidden_size / num_attention_heads).
         layers: the ``layer_types`` rule, from :mod:`.layer_pattern`.
@@ -78,9 +92,18 @@ class LlamaStyle:
     o_bias: BiasRule = "never"
     attention_bias_default: bool = False
     mlp_bias: bool = False
+    mlp_bias_key: str = "mlp_bias"
+    bias_key: str = "attention_bias"
     qk_norm: bool = False
+    qk_norm_width: Literal["head", "projection"] = "head"
     norms_per_layer: int = 2
+    norm: Literal["rms", "layer"] = "rms"
     fused: bool = False
+    fused_gate_up: bool = False
+    gated_mlp: bool = True
+    mlp_names: tuple[str, ...] | None = None
+    lm_head_bias: bool = False
+    parallel_block: bool = False
     sinks: bool = False
     head_dim_default: int | None = None
     moe: Callable[[ConfigReader, Dims], MoeBlock] | None = None
@@ -109,9 +132,9 @@ def read_dims(cfg: ConfigReader, *, head_dim_default: int | None = None) -> Dims
     return Dims(head_dim=head_dim, **dims)
 
 
-def _bias(cfg: ConfigReader, rule: BiasRule, default: bool) -> bool:
+def _bias(cfg: ConfigReader, rule: BiasRule, default: bool, key: str) -> bool:
     if rule == "attention_bias":
-        return cfg.flag("attention_bias", default)
+        return cfg.flag(key, default)
     return rule == "always"
 
 
@@ -124,30 +147,39 @@ def describe_llama_like(cfg: ConfigReader, style: LlamaStyle) -> Architecture:
     d = read_dims(cfg, head_dim_default=style.head_dim_default)
     default = style.attention_bias_default
     attention = gqa_attention(d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim,
-                              qkv_bias=_bias(cfg, style.qkv_bias, default),
-                              o_bias=_bias(cfg, style.o_bias, default), fused_qkv=style.fused)
-    mlp_bias = cfg.flag("mlp_bias", False) if style.mlp_bias else False
+                              qkv_bias=_bias(cfg, style.qkv_bias, default, style.bias_key),
+                              o_bias=_bias(cfg, style.o_bias, default, style.bias_key),
+                              fused_qkv=style.fused)
+    mlp_bias = cfg.flag(style.mlp_bias_key, default) if style.mlp_bias else False
     intermediate = cfg.require_int("intermediate_size")
     block = style.moe(cfg, d) if style.moe else None
     moe_layers = sum(block.is_moe) if block else 0
-    dense_mlp = mlp(d.hidden_size, intermediate, gated=True, bias=mlp_bias,
-                    fused_gate_up=style.fused)
+    dense_mlp = mlp(d.hidden_size, intermediate, gated=style.gated_mlp, bias=mlp_bias,
+                    fused_gate_up=style.fused or style.fused_gate_up, names=style.mlp_names)
     layer_types, window = style.layers(cfg, d.num_layers)
     tie = cfg.flag("tie_word_embeddings", style.tie_default)
+    norm_width = d.hidden_size * (2 if style.norm == "layer" else 1)   # LayerNorm: + bias
+    qk_norm = 0
+    if style.qk_norm:
+        qk_norm = (d.num_heads + d.num_kv_heads) * d.head_dim \
+            if style.qk_norm_width == "projection" else 2 * d.head_dim
     shapes = DecoderShapes(
         hidden_size=d.hidden_size, vocab_size=d.vocab_size, num_layers=d.num_layers,
-        attention=attention, layer_norm_elements=style.norms_per_layer * d.hidden_size,
-        attention_norm_elements=2 * d.head_dim if style.qk_norm else 0,
+        attention=attention, layer_norm_elements=style.norms_per_layer * norm_width,
+        attention_norm_elements=qk_norm,
         attention_sink_elements=d.num_heads if style.sinks else 0,
-        final_norm_elements=d.hidden_size, tie_word_embeddings=tie,
-        dense_mlp=dense_mlp, experts=block.experts if block else None, moe_layers=moe_layers)
+        final_norm_elements=norm_width, tie_word_embeddings=tie,
+        dense_mlp=dense_mlp, experts=block.experts if block else None, moe_layers=moe_layers,
+        lm_head_bias=cfg.flag("lm_head_bias", False) if style.lm_head_bias else False)
     return Architecture(
         hidden_size=d.hidden_size, num_layers=d.num_layers, num_attention_heads=d.num_heads,
         num_key_value_heads=d.num_kv_heads, head_dim=d.head_dim, vocab_size=d.vocab_size,
-        intermediate_size=intermediate if moe_layers < d.num_layers else 0, gated_mlp=True,
+        intermediate_size=intermediate if moe_layers < d.num_layers else 0,
+        gated_mlp=style.gated_mlp,
         tie_word_embeddings=tie, layer_types=layer_types, sliding_window=window,
         context_window_tokens=cfg.optional_nullable_int("max_position_embeddings", None),
         params=param_groups(shapes), positions="rope",
         peft_default_targets=style.peft_default_targets, moe=block.dims if block else None,
-        modules=linear_modules(shapes), norms_per_layer=style.norms_per_layer,
-        qk_norm=style.qk_norm)
+        modules=linear_modules(shapes), norm=style.norm, norms_per_layer=style.norms_per_layer,
+        qk_norm=style.qk_norm, fused_gate_up_output=style.fused_gate_up,
+        parallel_block=style.parallel_block)
