@@ -20,6 +20,7 @@ from ..memory.fit_rule import judge_on_card
 from ..memory.items import MemoryEstimate
 from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
 from .inputs import PlanInputs, load_plan_inputs
+from .sizing import SimulatedFallback, refuse_without_arithmetic
 
 if TYPE_CHECKING:
     from ..decision.alternatives import AlternativesResult
@@ -60,7 +61,9 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
          simulate: bool = False) -> PlanResult:
     """The main job: memory items and phases, every offer classified on six criteria, ranked.
 
-    Reads no file (unless ``simulate``: the simulation runs the model's own code).
+    Reads no file (unless ``simulate``, or a model_type no family knows: the simulation runs
+    the model's own code, once per distinct compute capability, reused across offers:
+    ``sizing.SimulatedFallback``).
 
     Args:
         inputs: the sheet, its model's facts, the offers and the evidence documents.
@@ -70,12 +73,16 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
 
     Raises:
         SheetError: the sheet asks what the model cannot do.
-        SimulateExtraMissing: ``simulate`` without torch, transformers and peft.
+        SimulateExtraMissing: ``simulate`` (or a model_type no family knows) without torch,
+            transformers and peft.
     """
     from ..catalog.offers import offer_total_usd
     today = today or dt.date.today()
     sheet, facts = inputs.sheet, inputs.facts
-    est = estimate_memory(sheet, facts)
+    # a model_type no family counts: simulated once per compute capability, reused per offer
+    fallback = (SimulatedFallback(sheet, inputs.config_only, inputs.base_dir)
+                if inputs.config_only is not None else None)
+    est = fallback.memory(None) if fallback else estimate_memory(sheet, facts)
     sha = sheet_sha256(sheet)
     days = sheet.budget.days if sheet.budget else None
     evidence = select_evidence(inputs.evidence, sheet_sha256=sha,
@@ -83,7 +90,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
                                quality_criteria=quality_criteria(sheet))
     if inputs.skipped_evidence:  # files of the evidence folder that are no evidence (a lock)
         evidence = EvidenceSet(evidence.docs, tuple(inputs.skipped_evidence) + evidence.ignored)
-    ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
+    ckpt, ckpt_src = checkpoint_bytes(sheet, facts or inputs.config_only)
     required = required_dimensions(sheet)
     per_card: dict[str, MemoryEstimate] = {}
     simulations: dict[str, SimulationResult] = {}
@@ -96,15 +103,16 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         card_est = None
         if card is not None:
             if card.name not in per_card:
-                per_card[card.name] = estimate_memory(sheet, facts, card=card)
+                per_card[card.name] = (fallback.memory(card) if fallback else
+                                       estimate_memory(sheet, facts, card=card))
             card_est = per_card[card.name]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
-                simulations[card.name] = simulate_memory(sheet, facts, card=card,
-                                                         base_dir=inputs.base_dir)
+                simulations[card.name] = simulate_memory(sheet, facts or inputs.config_only,
+                                                         card=card, base_dir=inputs.base_dir)
         offer_days = offer.days if offer.days is not None else days
         total = offer_total_usd(offer, offer_days)
-        ctx = OfferContext(sheet=sheet, facts=facts, offer=offer, card=card, estimate=card_est,
+        ctx = OfferContext(sheet=sheet, facts=facts or inputs.config_only, offer=offer, card=card, estimate=card_est,
                            evidence=evidence, total_usd=total, days=offer_days,
                            checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
                            required=required,
@@ -126,7 +134,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     inval = invalidators(sheet, facts, est, decisions)
     files = list(inputs.catalogs)
     discrepancies = [d for f in files for d in f.discrepancies]
-    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src, inval,
+    return PlanResult(sheet, sha, facts or inputs.config_only, est, decisions, files, evidence, ckpt, ckpt_src, inval,
                       discrepancies, simulations=simulations)
 
 
@@ -134,7 +142,10 @@ def alternatives(inputs: PlanInputs, *, today: dt.date | None = None) -> Alterna
     """:func:`plan`, then the single changes for each offer excluded on memory or estimated not
     to fit (``decision.alternatives.plan_alternatives``); reads no file."""
     from ..decision.alternatives import plan_alternatives
+    refuse_without_arithmetic(inputs.config_only, "alternatives")
     return plan_alternatives(plan(inputs, today=today))
+
+
 
 
 def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
@@ -146,6 +157,7 @@ def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
     Raises:
         SheetError, ModelError, CatalogError, EvidenceError, HubError: as :func:`run_plan`.
     """
-    from ..decision.alternatives import plan_alternatives
-    return plan_alternatives(run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir,
-                                      today=today, base_dir=base_dir))
+    return alternatives(load_plan_inputs(
+        sheet, catalogs=None if catalogs is None else [Path(c) for c in catalogs],
+        evidence=None if evidence_dir is None else Path(evidence_dir), base_dir=base_dir),
+        today=today)

@@ -87,6 +87,10 @@ class PhaseRun:
         notes: what was decided on the way.
         trainable_parameters: elements the optimizer updates (0 for inference).
         seconds: wall time of the run.
+        weight_tensor_sizes: ``(count, bytes)`` of the model's own parameters after load (LoRA
+            adapters excluded), for the allocator's slack.
+        parameters: their elements.
+        model_class, vision_language: as ``build.BuiltModel``.
     """
 
     phases: list[PhasePeak]
@@ -94,6 +98,10 @@ class PhaseRun:
     notes: list[str] = field(default_factory=list)
     trainable_parameters: int = 0
     seconds: float = 0.0
+    weight_tensor_sizes: list[tuple[int, int]] = field(default_factory=list)
+    parameters: int = 0
+    model_class: str = ""
+    vision_language: bool = False
 
 
 def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
@@ -125,11 +133,14 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
     tracker = LiveTracker()
     gpu = GpuRules(compute_capability, requested=sheet.attention, attention=rules.attention,
                    packed_sequences=rules.packed_sequences)
+    from .build import moves_that_change_nothing_skipped
     fake = FakeTensorMode() if rules.fake else _NullContext()
+    reads = _DataDependentReads() if rules.fake else _NullContext()
     notes: list[str] = []
     training = sheet.task != "inference"
     t = sheet.training
-    with fake, tracker, gpu, torch.random.fork_rng(devices=[]):
+    with moves_that_change_nothing_skipped(), fake, tracker, gpu, reads, \
+            torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         state: dict = {}
         known = _KnownStorages(state)
@@ -141,6 +152,7 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                                 pause=tracker.paused if hook else None, after_build=hook)
             state["model"] = built.model
             state["lora"] = sheet.task in ("lora", "qlora")
+        sizes, parameters = _own_parameters(built.model, state["lora"])
         notes += built.notes
         if training:
             trainable = _run_training(sheet, built, tracker, known, state, rules, notes,
@@ -148,6 +160,8 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
         else:
             trainable = 0
             _run_inference(sheet, built, tracker, known, state)
+    if getattr(reads, "calls", 0):
+        notes.append(reads.note())
     merged: dict[str, PhasePeak] = {}
     for p in tracker.peaks:
         if p.name not in merged or p.peak_bytes > merged[p.name].peak_bytes:
@@ -160,7 +174,22 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
             "the model soft-caps attention logits and SDPA has no soft-cap: transformers' "
             "eager attention (S × S scores kept)")})
     return PhaseRun(list(merged.values()), attention, notes, trainable,
-                    time.perf_counter() - start)
+                    time.perf_counter() - start, sizes, parameters, built.model_class,
+                    built.vision_language)
+
+
+def _own_parameters(model, lora: bool) -> tuple[list[tuple[int, int]], int]:
+    """``(count, bytes)`` pairs of the model's own parameters (LoRA adapters excluded) and their
+    elements (``Module.parameters`` yields a tied parameter once)."""
+    from collections import Counter
+    sizes: Counter = Counter()
+    elements = 0
+    for p in model.parameters():
+        if lora and p.requires_grad:
+            continue
+        sizes[p.numel() * p.element_size()] += 1
+        elements += p.numel()
+    return sorted((n, b) for b, n in sizes.items()), elements
 
 
 def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
@@ -209,6 +238,42 @@ def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
             notes.append("prepare_model_for_kbit_training: kept 16-bit parameters cast to fp32")
         return notes
     return hook
+
+
+def _data_dependent_reads_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class DataDependentReads(TorchDispatchMode):
+        """Answers a read of a fake tensor's value (``.item()``, ``bool(t)``,
+        ``aten._local_scalar_dense``) that FakeTensorMode cannot give (it keeps the value of a
+        tensor made from a Python number only) with 0 / False: the
+        inputs are all token 0, so a count of image or special tokens is 0 and a check for
+        NaN is False. Counted, and said in a note."""
+
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            import torch
+            from torch._subclasses.fake_tensor import DataDependentOutputException
+            if func is not torch.ops.aten._local_scalar_dense.default:
+                return func(*args, **(kwargs or {}))
+            try:  # a fake tensor made from a Python number keeps its value
+                return func(*args, **(kwargs or {}))
+            except DataDependentOutputException:
+                self.calls += 1
+                t = args[0]
+                return False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0)
+
+        def note(self) -> str:
+            return (f"{self.calls} read(s) of a tensor's value (.item(), a tensor's truth) "
+                    "answered 0 / False: fake tensors have no values, and the inputs are all "
+                    "token 0 (no image or special token)")
+
+    return DataDependentReads
+
+
+def _DataDependentReads():
+    return _data_dependent_reads_mode()()
 
 
 class _NullContext:
