@@ -40,7 +40,8 @@ LEVELS = (
 
 LAYERS = 2
 
-_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers")
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers",
+               "decoder_layers", "encoder_layers")
 _HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
 _HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
 _KV_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
@@ -118,6 +119,9 @@ def _remap_layer_indices(d: dict, old: int, picks: list[int]) -> None:
             d[k] = kept or [len(picks) - 1]
         elif isinstance(v, dict) and v and all(isinstance(x, str) and x.isdigit() for x in v):
             d[k] = {f"{new[int(x)]:0{len(x)}d}": c for x, c in v.items() if int(x) in new}
+    for k, v in list(d.items()):
+        if v is None and "attn" in k and k.endswith(("layer_indices", "_layers")):
+            d[k] = [len(picks) - 1]  # a hybrid's default without attention layers: one
     for period in [k for k in d if k.endswith("_period") and isinstance(d[k], int)]:
         offset = period.replace("_period", "_offset")
         if isinstance(d.get(offset), int) and d[period] > len(picks):
@@ -130,12 +134,14 @@ def _shrink_one(d: dict, lv: dict | None, *, vision: bool = False) -> None:
     if key is not None:
         layers = _shrink_layer_lists(d, old, LAYERS if not vision else 1)
         d[key] = min(old, layers)
-        for other in _LAYER_KEYS:
-            if other != key and isinstance(d.get(other), int) and d[other] == old:
+        for other, v in list(d.items()):  # every stack (a decoder, a stack's own count)
+            if other != key and "layers" in other and isinstance(v, int) \
+                    and not isinstance(v, bool) and v > d[key]:
                 d[other] = d[key]
     if lv is None:
         return
     heads_old = next((d[k] for k in _HEAD_KEYS if isinstance(d.get(k), int)), None)
+    hidden_old = next((d[k] for k in _HIDDEN_KEYS if isinstance(d.get(k), int)), None)
     for k in _HIDDEN_KEYS:
         if isinstance(d.get(k), int):
             d[k] = lv["hidden"]
@@ -176,6 +182,32 @@ def _shrink_one(d: dict, lv: dict | None, *, vision: bool = False) -> None:
     for k in ("n_group", "topk_group"):
         if isinstance(d.get(k), int):
             d[k] = 1
+    _keep_products(d, lv, heads_old, hidden_old)
+
+
+def _keep_products(d: dict, lv: dict, heads_old: int | None, hidden_old: int | None) -> None:
+    """Widths the model checks against each other after the shrink: Mamba heads × head width
+    = expand × hidden; rotary sections (``mrope_section``) sum to the rotary half-width."""
+    hidden = next((d[k] for k in _HIDDEN_KEYS if isinstance(d.get(k), int)), None)
+    if isinstance(d.get("rotary_dim"), int) and heads_old and hidden_old and hidden:
+        # a rotary width given in dimensions (GPT-J, CodeGen): the same share of the head
+        d["rotary_dim"] = max(2, d["rotary_dim"] * hidden * heads_old
+                              // (hidden_old * lv["heads"]) // 2 * 2)
+    for heads, width, expand in (("mamba_n_heads", "mamba_d_head", "mamba_expand"),
+                                 ("num_heads", "head_dim", "expand")):
+        if hidden and all(isinstance(d.get(k), int) for k in (heads, width, expand)):
+            d[width] = max(1, d[expand] * hidden // d[heads])
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = d.get(key)
+        sections = rope.get("mrope_section") if isinstance(rope, dict) else None
+        if isinstance(sections, list) and sections and heads_old and lv["heads"]:
+            head_dim = d.get("head_dim") if isinstance(d.get("head_dim"), int) else \
+                (hidden or 0) // lv["heads"]
+            target = head_dim * rope.get("partial_rotary_factor", 1.0) // 2
+            total = sum(sections)
+            new = [max(1, int(x * target // total)) for x in sections]
+            new[-1] += int(target) - sum(new)
+            rope["mrope_section"] = new
 
 
 def tiny_config(model_type: str, level: int = 0) -> dict:
@@ -232,13 +264,13 @@ def run_type(model_type: str, folder: Path, level: int | None = None) -> dict:
     from gpusizer.pipeline import run_simulate
     from gpusizer.sheet import parse_sheet
     levels = range(len(LEVELS)) if level is None else [level]
-    reason = None
+    reason = run_reason = None
     for lvl in levels:
         try:
             cfg = tiny_config(model_type, lvl)
             builds(cfg)
         except Exception as exc:  # noqa: BLE001 (a benchmark reports every refusal)
-            reason = reason or _reason(exc)  # the smallest level's reason is the telling one
+            reason = reason or f"config: {_reason(exc)}"  # the smallest level's reason
             continue
         path = folder / f"{model_type}-{lvl}"
         path.mkdir(parents=True, exist_ok=True)
@@ -253,12 +285,11 @@ def run_type(model_type: str, folder: Path, level: int | None = None) -> dict:
                               "weights_bytes": r.memory.weights_bytes,
                               "model_class": r.model_class}
         except Exception as exc:  # noqa: BLE001
-            reason = reason or f"{name}: {_reason(exc)}"
-            if level is None and lvl + 1 < len(LEVELS):
-                continue
-            return {"ok": False, "level": lvl, "runs": runs, "reason": reason}
+            # the largest level that built ran furthest: its reason is the telling one
+            run_reason = f"{name}: {_reason(exc)}"
+            continue
         return {"ok": True, "level": lvl, "runs": runs, "reason": None}
-    return {"ok": False, "level": None, "runs": {}, "reason": f"config: {reason}"}
+    return {"ok": False, "level": None, "runs": {}, "reason": run_reason or reason}
 
 
 def _reason(exc: BaseException) -> str:
