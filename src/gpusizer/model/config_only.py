@@ -15,10 +15,11 @@ from pathlib import Path
 
 from ..errors import HubError
 from ..formats import QuantConfig, detect
+from ..sheet import Sheet
 from .safetensors_headers import hub_stored_tensors, local_stored_tensors
 from .stored_format import stored_format
 
-__all__ = ["ConfigOnlyFacts", "config_only_facts"]
+__all__ = ["ConfigOnlyFacts", "config_only_facts", "config_only_for_sheet"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,3 +89,19 @@ def config_only_facts(config: dict, *, model_id: str | None, revision: str | Non
         stored_format=fmt, quantization_config=quant if isinstance(quant, dict) else None,
         stored_bytes=stored.total_bytes if stored else None,
         stored_bytes_source=stored.source if stored else missing)
+
+
+def config_only_for_sheet(sheet: Sheet, config: dict, where: str,
+                          base_dir: Path | None) -> ConfigOnlyFacts:
+    """:func:`config_only_facts` for the sheet's model: ``model.path`` (read from
+    ``base_dir``) or ``model.id``; ``config`` is its config.json, read at ``where``.
+
+    Raises:
+        ModelError: as :func:`config_only_facts`.
+    """
+    from .resolve import model_folder
+    m = sheet.model
+    folder = model_folder(m.path, base_dir) if m.path is not None else None
+    return config_only_facts(config, model_id=m.id or (str(folder) if folder else None),
+                             revision=m.revision, source="path" if folder else "hub",
+                             source_detail=where, folder=folder)

@@ -14,9 +14,9 @@ from ..catalog.catalog_file import CatalogFile
 from ..catalog.types import Offer
 from ..errors import CatalogError, SheetError, UnknownArchitectureError
 from ..evidence import EvidenceDoc, EvidenceSource, read_evidence
-from ..model.config_only import ConfigOnlyFacts, config_only_facts
+from ..model.config_only import ConfigOnlyFacts, config_only_for_sheet
 from ..model.facts import ModelFacts
-from ..model.resolve import facts_for_sheet, model_folder
+from ..model.resolve import facts_for_sheet
 from ..sheet import Sheet, load_sheet, parse_sheet, parse_sheet_text
 
 if TYPE_CHECKING:
@@ -103,11 +103,7 @@ def resolve_or_config_only(sheet: Sheet, *, base_dir: Path | None = None
     except UnknownArchitectureError:
         from ..simulate.build import load_config_dict  # no torch: it reads JSON
         cfg, where = load_config_dict(sheet, base_dir=base_dir)
-    m = sheet.model
-    folder = model_folder(m.path, base_dir) if m.path is not None else None
-    return None, config_only_facts(cfg, model_id=m.id or (str(folder) if folder else None),
-                                   revision=m.revision, source="path" if folder else "hub",
-                                   source_detail=where, folder=folder)
+    return None, config_only_for_sheet(sheet, cfg, where, base_dir)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ..memory.engines import ENGINES
 from ..memory.estimate import (estimate_memory, non_torch_items, plan_weights,
                                sheet_quant_params)
 from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES, Item, ItemName, MemoryEstimate, Note
-from ..model.config_only import ConfigOnlyFacts
+from ..model.config_only import ConfigOnlyFacts, config_only_for_sheet
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .errors import SimulationError, UnsupportedBySimulation
@@ -171,16 +171,6 @@ def check_supported(sheet: Sheet, running_format: str,
                               "(prompt_tokens, new_tokens)", field="inference", value=None)
 
 
-def _config_only(sheet: Sheet, cfg: dict, where: str, base_dir: Path | None) -> ConfigOnlyFacts:
-    from ..model.config_only import config_only_facts
-    from ..model.resolve import model_folder
-    m = sheet.model
-    folder = model_folder(m.path, base_dir) if m.path is not None else None
-    return config_only_facts(cfg, model_id=m.id or (str(folder) if folder else None),
-                             revision=m.revision, source="path" if folder else "hub",
-                             source_detail=where, folder=folder)
-
-
 def _versions() -> dict[str, str]:
     import peft
     import torch
@@ -216,7 +206,7 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None, *,
     if facts is None and sheet.model.parameters is None:
         # a model_type no family knows, called without the input stage: its storage facts
         cfg, where = load_config_dict(sheet, base_dir=base_dir)
-        facts = _config_only(sheet, cfg, where, base_dir)
+        facts = config_only_for_sheet(sheet, cfg, where, base_dir)
     plan = plan_weights(sheet, facts, card)
     check_supported(sheet, plan.runs, facts)
     cfg, where = load_config_dict(sheet, base_dir=base_dir)
