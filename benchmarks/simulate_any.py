@@ -15,7 +15,10 @@ mapping, how many model types ran and each refusal with its reason (grouped). Go
 
 A shrink that transformers' own constructors refuse (a width one of the model's rules does not
 divide) is retried one level larger (:data:`LEVELS`), then with the library's widths and two
-layers; fake tensors cost the same at any width, only the layer count costs time.
+layers, then with the library's default config as it is; fake tensors cost the same at any
+width, only the layer count costs time. A model type whose default config builds at no level
+(the library's defaults are incomplete: a real checkpoint's config.json supplies the rest) is
+reported as such.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ LEVELS = (
     {"hidden": 256, "heads": 8, "kv_heads": 4, "head_dim": 32, "intermediate": 512,
      "vocab": 1024, "experts": 4, "top_k": 2},
     None,  # the library's widths, layers only
+    "as is",  # the library's default config untouched (every layer)
 )
-"""Shrink levels, tried in order until transformers builds the model."""
+"""Shrink levels, tried in order until transformers builds and runs the model."""
 
 LAYERS = 2
 
@@ -84,14 +88,15 @@ def _shrink_layer_lists(d: dict, old: int, layers: int) -> int:
         picks = list(range(min(layers, old)))
         _remap_layer_indices(d, old, picks)
         return len(picks)
-    first = d[seq_keys[0]]
     picks: list[int] = []
-    seen: set = set()
-    for i, v in enumerate(first):
-        key = json.dumps(v, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            picks.append(i)
+    for k in seq_keys:  # the first layer of each kind, in every per-layer list
+        seen: set = set()
+        for i, v in enumerate(d[k]):
+            kind = json.dumps(v, sort_keys=True)
+            if kind not in seen:
+                seen.add(kind)
+                if i not in picks:
+                    picks.append(i)
     i = 0
     while len(picks) < layers and i < old:
         if i not in picks:
@@ -220,10 +225,11 @@ def tiny_config(model_type: str, level: int = 0) -> dict:
     from transformers import AutoConfig
     d = AutoConfig.for_model(model_type).to_dict()
     lv = LEVELS[level]
-    _shrink_one(d, lv)
-    for sub in _SUB_CONFIGS:
-        if isinstance(d.get(sub), dict):
-            _shrink_one(d[sub], lv, vision=sub in _VISION_SUB)
+    if lv != "as is":
+        _shrink_one(d, lv)
+        for sub in _SUB_CONFIGS:
+            if isinstance(d.get(sub), dict):
+                _shrink_one(d[sub], lv, vision=sub in _VISION_SUB)
     d["torch_dtype"] = "bfloat16"
     d.pop("dtype", None)
     d.pop("auto_map", None)
@@ -289,7 +295,29 @@ def run_type(model_type: str, folder: Path, level: int | None = None) -> dict:
             run_reason = f"{name}: {_reason(exc)}"
             continue
         return {"ok": True, "level": lvl, "runs": runs, "reason": None}
+    if run_reason is None:  # no level built: does the library's own default config build?
+        reason = "transformers' own default config does not build its model: " + \
+            reason.removeprefix("config: ")
     return {"ok": False, "level": None, "runs": {}, "reason": run_reason or reason}
+
+
+REFUSAL_KINDS = (
+    ("transformers' own default config does not build", "the library's default config does "
+     "not build its own model (transformers itself)"),
+    ("ImportError", "a package the model needs is not installed (transformers itself)"),
+    ("ModuleNotFoundError", "a package the model needs is not installed (transformers itself)"),
+    ("pixel_values", "the forward needs images (not simulated yet)"),
+    ("image_embeds", "the forward needs images (not simulated yet)"),
+    ("PEFT cannot place", "PEFT refuses all-linear on this model"),
+)
+"""Substring of a refusal's reason → its kind, first match wins; the rest: 'the model's code
+fails under the simulation'."""
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of a refusal (:data:`REFUSAL_KINDS`)."""
+    return next((kind for key, kind in REFUSAL_KINDS if key in reason),
+                "the model's code fails under the simulation")
 
 
 def _reason(exc: BaseException) -> str:
@@ -328,9 +356,11 @@ def main() -> None:
         groups: dict[str, list[str]] = defaultdict(list)
         for t in done:
             if not results[t]["ok"]:
-                groups[results[t]["reason"]].append(t)
-        for reason, ts in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-            print(f"  refused ({len(ts)}): {', '.join(ts)}\n    {reason}")
+                groups[refusal_kind(results[t]["reason"])].append(t)
+        for kind, ts in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            print(f"  refused, {kind} ({len(ts)}):")
+            for t in ts:
+                print(f"    {t}: {results[t]['reason']}")
     if args.json:
         args.json.write_text(json.dumps({"transformers": transformers.__version__,
                                          "mappings": mappings, "results": results}, indent=1))

@@ -413,7 +413,8 @@ def _run_inference(sheet, built, tracker, known, state) -> None:
     inf = sheet.inference
     model = built.model
     model.eval()
-    config = built.config
+    # the decoder's config holds the layers a cache is made for (a composite config's text part)
+    config = built.config.get_text_config(decoder=True)
     full = inf.prompt_tokens + inf.new_tokens
     keep = 0 if inf.logits == "all" else 1
     static = inf.cache == "static"
