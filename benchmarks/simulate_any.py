@@ -13,6 +13,9 @@ mapping, how many model types ran and each refusal with its reason (grouped). Go
     nice -n 10 env PYTHONPATH=src HF_HUB_OFFLINE=1 python benchmarks/simulate_any.py \
         [--only TYPE ...] [--json out.json]
 
+Model types run in a worker process; one whose code crashes the interpreter is recorded as
+refused and a new worker goes on with the next type.
+
 A shrink that transformers' own constructors refuse (a width one of the model's rules does not
 divide) is retried one level larger (:data:`LEVELS`), then with the library's widths and two
 layers, then with the library's default config as it is; fake tensors cost the same at any
@@ -328,24 +331,70 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:160]}" + (f" ({where})" if where else "")
 
 
+def _worker(types: list[str]) -> None:
+    """Run ``types`` in this process, one JSON line per type on stdout (``{"start": t}`` before
+    each, so the parent knows which one a native crash took down)."""
+    import torch
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        for mt in types:
+            print(json.dumps({"start": mt}), flush=True)
+            print(json.dumps({"type": mt, **run_type(mt, Path(tmp))}), flush=True)
+
+
+def run_all(types: list[str]) -> dict[str, dict]:
+    """Every type's result, in worker processes: a model whose code crashes the interpreter
+    (a native abort) is recorded as refused, and a new worker goes on with the next type."""
+    import subprocess
+    results: dict[str, dict] = {}
+    todo = list(types)
+    while todo:
+        proc = subprocess.Popen([sys.executable, __file__, "--worker", *todo],
+                                stdout=subprocess.PIPE, text=True)
+        current = None
+        for line in proc.stdout:
+            try:  # a model's own print() lands here too
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict):
+                continue
+            if "start" in msg:
+                current = msg["start"]
+                continue
+            mt = msg.pop("type")
+            results[mt] = msg
+            state = "ok" if msg["ok"] else "REFUSED " + msg["reason"]
+            print(f"{mt}: {state}", file=sys.stderr, flush=True)
+            current = None
+        code = proc.wait()
+        todo = [t for t in todo if t not in results]
+        if current is not None and todo:
+            results[current] = {"ok": False, "level": None, "runs": {},
+                                "reason": f"the interpreter crashed (exit {code}) running it"}
+            print(f"{current}: REFUSED crashed ({code})", file=sys.stderr, flush=True)
+            todo.remove(current)
+        elif todo:
+            raise RuntimeError(f"worker stopped with exit {code} before {todo[0]}")
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="model types to run (default: every one)")
     ap.add_argument("--json", type=Path, help="write the per-type results there")
+    ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker is not None:
+        _worker(args.worker)
+        return
     import torch
-    torch.set_num_threads(1)
     import transformers
     mappings = mapping_types()
-    results: dict[str, dict] = {}
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        for mt in sorted({t for ts in mappings.values() for t in ts}):
-            if args.only and mt not in args.only:
-                continue
-            results[mt] = run_type(mt, Path(tmp))
-            state = "ok" if results[mt]["ok"] else "REFUSED " + results[mt]["reason"]
-            print(f"{mt}: {state}", file=sys.stderr, flush=True)
+    types = sorted({t for ts in mappings.values() for t in ts
+                    if not args.only or t in args.only})
+    results = run_all(types)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}; "
           f"{time.perf_counter() - t0:.0f} s")
     for name, types in mappings.items():
