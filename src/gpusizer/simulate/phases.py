@@ -159,7 +159,7 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                                       autocast)
         else:
             trainable = 0
-            _run_inference(sheet, built, tracker, known, state)
+            _run_inference(sheet, built, tracker, known, state, notes)
     if getattr(reads, "calls", 0):
         notes.append(reads.note())
     merged: dict[str, PhasePeak] = {}
@@ -312,12 +312,15 @@ class _KnownStorages:
             for value in _tensors(opt.state):
                 out.setdefault(id(value.untyped_storage()), "optimizer_states")
         cache = self.state.get("cache")
-        if cache is not None:
-            for layer in getattr(cache, "layers", ()):
+        if cache is not None and hasattr(cache, "layers"):
+            for layer in cache.layers:
                 for name in ("keys", "values"):
                     kv = getattr(layer, name, None)
                     if kv is not None and hasattr(kv, "untyped_storage"):
                         out[id(kv.untyped_storage())] = "kv_cache"
+        elif cache is not None:  # a model's own cache class: every tensor it holds
+            for value in _tensors(vars(cache)):
+                out[id(value.untyped_storage())] = "kv_cache"
         return out
 
 
@@ -406,7 +409,14 @@ def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -
     return trainable
 
 
-def _run_inference(sheet, built, tracker, known, state) -> None:
+def _refuses_the_cache(exc: BaseException) -> bool:
+    """The model's forward refused a ``DynamicCache`` (it keeps a cache class of its own)."""
+    text = str(exc)
+    return ("cache of its own" in text or "Cache' object has no attribute" in text
+            or "not compatible with `cache`" in text)
+
+
+def _run_inference(sheet, built, tracker, known, state, notes) -> None:
     import torch
     from transformers import DynamicCache, StaticCache
 
@@ -419,13 +429,22 @@ def _run_inference(sheet, built, tracker, known, state) -> None:
     keep = 0 if inf.logits == "all" else 1
     static = inf.cache == "static"
 
+    own = {"cache": False}  # the model makes its own cache class (MiniMax, xLSTM)
+
     def step(ids, cache):
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=keep)
         # generation/utils.py: next_token_logits = outputs.logits[:, -1, :].to(copy=True,
         # dtype=torch.float32), then the argmax of greedy decoding
         nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        if own["cache"]:
+            state["cache"] = out.cache
         del out
         return nxt.argmax(dim=-1)
+
+    def new_cache():
+        if own["cache"]:
+            return None  # the model makes it on its first step (step() keeps it)
+        return DynamicCache(config=config)
 
     with torch.no_grad():
         with tracker.phase("prefill", known):
@@ -433,17 +452,30 @@ def _run_inference(sheet, built, tracker, known, state) -> None:
                      else DynamicCache(config=config))
             state["cache"] = cache
             ids = torch.zeros((inf.concurrency, inf.prompt_tokens), dtype=torch.long)
-            tok = step(ids, cache)
+            try:
+                tok = step(ids, cache)
+            except (ValueError, AttributeError) as exc:
+                if static or not _refuses_the_cache(exc):
+                    raise
+                # transformers' class keeps its own cache type: let it make one, as generate()
+                # does (GenerationMixin._prepare_cache_for_generation skips such models)
+                own["cache"] = True
+                notes.append(f"{type(model).__name__} makes its own cache class "
+                             f"({type(exc).__name__}: {exc}); it was let make it")
+                state["cache"] = cache = None
+                tok = step(ids, None)
             del ids
         if not static:
             # a fresh cache holding full − 1 tokens, outside any phase, so that the measured
             # decode step reaches the full length
             del tok
             state["cache"] = cache = None
-            cache = DynamicCache(config=config)
+            cache = new_cache()
             state["cache"] = cache
             if full - 1 > 0:
                 step(torch.zeros((inf.concurrency, full - 1), dtype=torch.long), cache)
+            if own["cache"]:
+                cache = state["cache"]
         with tracker.phase("decode", known):
             ids = torch.zeros((inf.concurrency, 1), dtype=torch.long)
             tok = step(ids, cache)
