@@ -268,7 +268,8 @@ def _kernel_and_format(ctx: OfferContext) -> str:
     """The attention kernel as the engine names it (vLLM picks its own backend; transformers
     runs the sheet's ``attention``) and the weight format that runs on this card (``auto``
     resolved to the checkpoint's stored format, card rules applied)."""
-    mla = ctx.facts is not None and ctx.facts.architecture.mla is not None
+    arch = getattr(ctx.facts, "architecture", None)  # None: a model no family counts
+    mla = arch is not None and arch.mla is not None
     kernel = engine_of(ctx.sheet).describe_attention(ctx.sheet.attention, mla=mla)
     runs = ctx.estimate.weights_format if ctx.estimate is not None else ctx.sheet.weights
     return f"attention {kernel}, {runs} weights"

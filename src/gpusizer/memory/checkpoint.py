@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..model.config_only import ConfigOnlyFacts
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .weights import dense_bytes, weight_breakdown
@@ -13,7 +14,8 @@ from .weights import dense_bytes, weight_breakdown
 __all__ = ["checkpoint_bytes"]
 
 
-def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None, str]:
+def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None
+                     ) -> tuple[int | None, str]:
     """Bytes of the weights on disk, with how they were obtained.
 
     Exact from safetensors headers / index when read; otherwise the stored format's arithmetic
@@ -25,6 +27,9 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | None) -> tuple[int | None
             (None, "unknown")
     if facts.stored_bytes is not None:
         return facts.stored_bytes, facts.stored_bytes_source or "safetensors headers"
+    if facts.architecture is None:  # model.config_only: no family counts its parameters
+        return None, (f"no safetensors header read ({facts.stored_bytes_source}) and no "
+                      f"arithmetic for model_type {facts.model_type!r}")
     fmt = facts.stored_format
     if fmt is None:
         return None, "the stored format is unknown"

@@ -14,6 +14,7 @@ from fractions import Fraction
 from ..catalog.types import Card
 from ..errors import ModelError, SheetError
 from ..formats import FORMATS, QuantParams, compute_dtype, quant_params, weight_format
+from ..model.config_only import ConfigOnlyFacts
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
 from .card_rules import NO_CARD, CardRules, card_rules, describe_card_rules
@@ -28,7 +29,7 @@ from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
 __all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params",
-           "check_context_window"]
+           "check_context_window", "non_torch_items"]
 
 _WEIGHTS_SOURCE = ("R5 dense volume = parameters × bits / 8; per-format layout in "
                    "gpusizer/formats (bitsandbytes, GPTQ, AWQ, OCP MX, fp8 block scales, NVFP4)")
@@ -57,8 +58,10 @@ class WeightPlan:
     rules: CardRules
 
 
-def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> WeightPlan:
-    """Decide the stored and running weight formats.
+def plan_weights(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None,
+                 card: Card | None) -> WeightPlan:
+    """Decide the stored and running weight formats (``facts`` may be a model no family counts:
+    its stored format and quantization config are all this reads).
 
     Raises:
         ModelError: ``weights: auto`` with a checkpoint whose stored format is unknown.
@@ -119,7 +122,8 @@ def plan_weights(sheet: Sheet, facts: ModelFacts | None, card: Card | None) -> W
     return WeightPlan(stored, runs, rules.compute_dtype, converted, rules)
 
 
-def sheet_quant_params(sheet: Sheet, facts: ModelFacts | None, runs: str) -> QuantParams:
+def sheet_quant_params(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None,
+                       runs: str) -> QuantParams:
     """Group size (GPTQ/AWQ), double quantization (bitsandbytes) and fp8 block of the running
     format: the pre-quantized checkpoint's own ``quantization_config`` wins over the sheet's
     values, which win over ``gpusizer.formats``' defaults.
@@ -421,12 +425,35 @@ def _inference_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sh
     return items, kv_full, layout
 
 
+def non_torch_items(sheet: Sheet, plan: WeightPlan, card: Card | None, *,
+                    phases: tuple[str, ...],
+                    weight_tensor_sizes: list[tuple[int, int]]) -> list[Item]:
+    """The items :func:`estimate_memory` adds that no tensor of the model shows, for a model no
+    family counts (the simulation's fallback): the cuBLAS workspace of the passes that multiply,
+    then :func:`_every_phase_items` (CUDA context, NCCL, allocator slack), with the allocator's
+    slack over ``weight_tensor_sizes`` (``(count, bytes)`` of the resident weight tensors, as
+    the simulation instantiated them) instead of the family's matrices.
+    """
+    cc = tuple(card.compute_capability.value) if card and card.compute_capability.value else None
+    passes = ("prefill", "decode") if sheet.task == "inference" else (
+        "forward", "backward", "validation")
+    engine = engine_of(sheet)
+    share = _share(sheet, None, engine)
+    return [cublas_workspace_item(cc, passes),
+            *_every_phase_items(sheet, None, plan, share, engine, phases, card, None,
+                                tensor_sizes=weight_tensor_sizes)]
+
+
 def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
                        engine: Engine, phases: tuple[str, ...], card: Card | None,
-                       interconnect: str | None) -> list[Item]:
+                       interconnect: str | None,
+                       tensor_sizes: list[tuple[int, int]] | None = None) -> list[Item]:
     """What every phase holds whatever the task: the CUDA context, NCCL buffers of the
     placement (over the offer's interconnect, else the card's default link), and the
-    allocator's slack over the weight tensors."""
+    allocator's slack over the weight tensors (``tensor_sizes``, else the family's resident
+    matrices)."""
+    if tensor_sizes is None:
+        tensor_sizes = _weight_tensor_sizes(facts, plan, share, engine.name)
     if sheet.task == "inference":
         nccl = nccl_item(share.gpus, phases, share.strategy, card=card,
                          interconnect=interconnect)
@@ -434,7 +461,7 @@ def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
         nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True,
                          card=card, interconnect=interconnect)
     return [cuda_context_item(phases), nccl,
-            allocator_slack_item(_weight_tensor_sizes(facts, plan, share, engine.name), phases)]
+            allocator_slack_item(tensor_sizes, phases)]
 
 
 def _apply_pool(engine: Engine, inf, facts: ModelFacts, card: Card | None, plan: WeightPlan,

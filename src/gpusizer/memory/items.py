@@ -117,7 +117,7 @@ library memory), the allocator slack (reserved minus allocated) and bitsandbytes
 NoteCode = Literal[
     "card", "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
     "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
-    "pool_peak_is_budget", "simulation", "not_simulated",
+    "pool_peak_is_budget", "simulation", "not_simulated", "no_arithmetic",
 ]
 
 NOTE_CODES: dict[NoteCode, str] = {
@@ -139,6 +139,8 @@ NOTE_CODES: dict[NoteCode, str] = {
                            "gpu_memory_utilization)",
     "simulation": "a decision the simulation took (kernel, LoRA targets, layouts, steps)",
     "not_simulated": "what the simulation does not run or cannot see",
+    "no_arithmetic": "no family counts this model_type: the items come from the simulation "
+                     "(transformers' own model code on fake tensors), not from arithmetic",
 }
 """Note code → what notes of that code say. Code branches on the code, never on the text."""
 

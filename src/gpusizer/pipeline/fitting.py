@@ -208,6 +208,8 @@ def fit(inputs: SheetInputs, card: Card) -> FitAnswer:
         SheetError: a bare parameter count (no architecture to search over), or a sheet
             without the block its task needs.
     """
+    from .sizing import refuse_without_arithmetic
+    refuse_without_arithmetic(inputs.config_only, "fit")
     if inputs.sheet.task == "inference":
         return fit_inference(inputs.sheet, inputs.facts, card)
     return fit_training(inputs.sheet, inputs.facts, card)

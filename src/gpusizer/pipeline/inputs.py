@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ..catalog.catalog_file import CatalogFile
 from ..catalog.types import Offer
-from ..errors import CatalogError, SheetError
+from ..errors import CatalogError, SheetError, UnknownArchitectureError
 from ..evidence import EvidenceDoc, EvidenceSource, read_evidence
+from ..model.config_only import ConfigOnlyFacts, config_only_for_sheet
 from ..model.facts import ModelFacts
 from ..model.resolve import facts_for_sheet
 from ..sheet import Sheet, load_sheet, parse_sheet, parse_sheet_text
@@ -72,16 +73,37 @@ class SheetInputs:
     sheet: Sheet
     facts: ModelFacts | None
     base_dir: Path | None = None
+    config_only: ConfigOnlyFacts | None = None
 
 
 def load_sheet_inputs(sheet: Sheet, *, base_dir: Path | None = None) -> SheetInputs:
     """The input stage of estimate and simulate: resolve the model's facts (``fit`` still
-    resolves its own, inside ``gpusizer.fit``).
+    resolves its own, inside ``gpusizer.fit``); for a model_type no family knows, its
+    config.json's storage facts instead (``config_only``: estimate simulates it).
 
     Raises:
-        ModelError, UnknownArchitectureError, HubError: see ``model.resolve.facts_for_sheet``.
+        ModelError, HubError: see ``model.resolve.facts_for_sheet``.
     """
-    return SheetInputs(sheet, facts_for_sheet(sheet, base_dir=base_dir), base_dir)
+    facts, config_only = resolve_or_config_only(sheet, base_dir=base_dir)
+    return SheetInputs(sheet, facts, base_dir, config_only)
+
+
+def resolve_or_config_only(sheet: Sheet, *, base_dir: Path | None = None
+                           ) -> tuple[ModelFacts | None, ConfigOnlyFacts | None]:
+    """``(facts, None)`` for a model a family counts (or ``(None, None)`` for a bare count);
+    ``(None, config-only facts)`` for a ``model_type`` no family knows, whose config.json is
+    read again (``simulate.build.load_config_dict``: the folder, or the Hub cache the failed
+    resolution just filled), with the safetensors headers where there are some.
+
+    Raises:
+        ModelError, HubError: see ``model.resolve.facts_for_sheet``.
+    """
+    try:
+        return facts_for_sheet(sheet, base_dir=base_dir), None
+    except UnknownArchitectureError:
+        from ..simulate.build import load_config_dict  # no torch: it reads JSON
+        cfg, where = load_config_dict(sheet, base_dir=base_dir)
+    return None, config_only_for_sheet(sheet, cfg, where, base_dir)
 
 
 @dataclass(frozen=True)
@@ -96,6 +118,7 @@ class PlanInputs:
             sheet (``evidence.select_evidence``).
         skipped_evidence: ``(file, why)`` of the evidence folder's files that are not evidence
             (a quality lock), reported with the documents set aside.
+        config_only: as :class:`SheetInputs` (a model_type no family knows: plan simulates it).
     """
 
     sheet: Sheet
@@ -105,6 +128,7 @@ class PlanInputs:
     evidence: tuple[EvidenceDoc, ...] = ()
     base_dir: Path | None = None
     skipped_evidence: tuple[tuple[str, str], ...] = ()
+    config_only: ConfigOnlyFacts | None = None
 
 
 def load_plan_inputs(sheet: Sheet, *,
@@ -121,12 +145,12 @@ def load_plan_inputs(sheet: Sheet, *,
         base_dir: the folder a relative ``model.path`` is read from.
 
     Raises:
-        ModelError, UnknownArchitectureError, HubError: the model's facts.
+        ModelError, HubError: the model's facts.
         CatalogError: a bad catalog, or catalogs that give no offer at all.
         EvidenceError: a malformed evidence document.
     """
     from ..catalog.offers import load_catalogs, load_default_catalog
-    facts = facts_for_sheet(sheet, base_dir=base_dir)
+    facts, config_only = resolve_or_config_only(sheet, base_dir=base_dir)
     days = sheet.budget.days if sheet.budget else None
     if catalogs:
         offers, files = load_catalogs(catalogs, days=days)
@@ -137,4 +161,5 @@ def load_plan_inputs(sheet: Sheet, *,
                            field="--catalog", value=[f.path for f in files])
     skipped: list[tuple[str, str]] = []
     docs = read_evidence(evidence, skipped=skipped)
-    return PlanInputs(sheet, facts, tuple(offers), tuple(files), docs, base_dir, tuple(skipped))
+    return PlanInputs(sheet, facts, tuple(offers), tuple(files), docs, base_dir, tuple(skipped),
+                      config_only)

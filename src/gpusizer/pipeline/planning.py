@@ -22,6 +22,7 @@ from ..memory.fit_rule import FitJudgement, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
 from .inputs import PlanInputs, load_plan_inputs
+from .sizing import SimulatedFallback, refuse_without_arithmetic
 
 if TYPE_CHECKING:
     from ..decision.alternatives import AlternativesResult
@@ -62,7 +63,9 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
          simulate: bool = False) -> PlanResult:
     """The main job: memory items and phases, every offer classified on six criteria, ranked.
 
-    Reads no file (unless ``simulate``: the simulation runs the model's own code).
+    Reads no file (unless ``simulate``, or a model_type no family knows: the simulation runs
+    the model's own code, once per distinct compute capability, reused across offers:
+    ``sizing.SimulatedFallback``).
 
     Args:
         inputs: the sheet, its model's facts, the offers and the evidence documents.
@@ -72,12 +75,16 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
 
     Raises:
         SheetError: the sheet asks what the model cannot do.
-        SimulateExtraMissing: ``simulate`` without torch, transformers and peft.
+        SimulateExtraMissing: ``simulate`` (or a model_type no family knows) without torch,
+            transformers and peft.
     """
     from ..catalog.offers import offer_total_usd
     today = today or dt.date.today()
     sheet, facts = inputs.sheet, inputs.facts
-    est = estimate_memory(sheet, facts)
+    # a model_type no family counts: simulated once per compute capability, reused per offer
+    fallback = (SimulatedFallback(sheet, inputs.config_only, inputs.base_dir)
+                if inputs.config_only is not None else None)
+    est = fallback.memory(None) if fallback else estimate_memory(sheet, facts)
     sha = sheet_sha256(sheet)
     days = sheet.budget.days if sheet.budget else None
     evidence = select_evidence(inputs.evidence, sheet_sha256=sha,
@@ -85,7 +92,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
                                quality_criteria=quality_criteria(sheet))
     if inputs.skipped_evidence:  # files of the evidence folder that are no evidence (a lock)
         evidence = EvidenceSet(evidence.docs, tuple(inputs.skipped_evidence) + evidence.ignored)
-    ckpt, ckpt_src = checkpoint_bytes(sheet, facts)
+    ckpt, ckpt_src = checkpoint_bytes(sheet, facts or inputs.config_only)
     required = required_dimensions(sheet)
     per_card: dict[tuple[str, str | None], MemoryEstimate] = {}
     # the fit rule's answer per card and interconnect (its estimate's)
@@ -105,20 +112,21 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         unknown = None if card is not None else unknown_fits[key]
         if card is not None:
             # one estimate per card and interconnect (the NCCL buffers of a multi-GPU placement
-            # follow the offer's link, memory.nccl)
+            # follow the offer's link, memory.nccl); a model no family counts is simulated
             link = (card.name, offer.interconnect if sheet.placement.gpus > 1 else None)
             if link not in per_card:
-                per_card[link] = estimate_memory(sheet, facts, card=card,
-                                                 interconnect=link[1])
+                per_card[link] = (fallback.memory(card) if fallback else
+                                  estimate_memory(sheet, facts, card=card, interconnect=link[1]))
                 fits[link] = judge_on_card(per_card[link], card, sheet.margin)
             card_est = per_card[link]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
-                simulations[card.name] = simulate_memory(sheet, facts, card=card,
-                                                         base_dir=inputs.base_dir)
+                simulations[card.name] = simulate_memory(sheet, facts or inputs.config_only,
+                                                         card=card, base_dir=inputs.base_dir)
         offer_days = offer.days if offer.days is not None else days
         total = offer_total_usd(offer, offer_days)
-        ctx = OfferContext(sheet=sheet, facts=facts, offer=offer, card=card, estimate=card_est,
+        ctx = OfferContext(sheet=sheet, facts=facts or inputs.config_only, offer=offer, card=card,
+                           estimate=card_est,
                            evidence=evidence, total_usd=total, days=offer_days,
                            checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
                            required=required, unknown_card=unknown,
@@ -140,16 +148,19 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     inval = invalidator_records(sheet, facts, est, decisions)
     files = list(inputs.catalogs)
     discrepancies = [d for f in files for d in f.discrepancies]
-    return PlanResult(sheet, sha, facts, est, decisions, files, evidence, ckpt, ckpt_src,
-                      [i.text for i in inval], discrepancies, simulations=simulations,
-                      invalidator_details=inval)
+    return PlanResult(sheet, sha, facts or inputs.config_only, est, decisions, files, evidence,
+                      ckpt, ckpt_src, [i.text for i in inval], discrepancies,
+                      simulations=simulations, invalidator_details=inval)
 
 
 def alternatives(inputs: PlanInputs, *, today: dt.date | None = None) -> AlternativesResult:
     """:func:`plan`, then the single changes for each offer excluded on memory or estimated not
     to fit (``decision.alternatives.plan_alternatives``); reads no file."""
     from ..decision.alternatives import plan_alternatives
+    refuse_without_arithmetic(inputs.config_only, "alternatives")
     return plan_alternatives(plan(inputs, today=today))
+
+
 
 
 def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
@@ -161,6 +172,7 @@ def run_alternatives(sheet: Sheet, *, catalogs: list[Path] | None = None,
     Raises:
         SheetError, ModelError, CatalogError, EvidenceError, HubError: as :func:`run_plan`.
     """
-    from ..decision.alternatives import plan_alternatives
-    return plan_alternatives(run_plan(sheet, catalogs=catalogs, evidence_dir=evidence_dir,
-                                      today=today, base_dir=base_dir))
+    return alternatives(load_plan_inputs(
+        sheet, catalogs=None if catalogs is None else [Path(c) for c in catalogs],
+        evidence=None if evidence_dir is None else Path(evidence_dir), base_dir=base_dir),
+        today=today)

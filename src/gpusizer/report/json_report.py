@@ -101,6 +101,12 @@ def _model_core(sheet: Sheet, facts: ModelFacts | None, trainable: int | None) -
                 "context_window_tokens": None, "source": "parameters",
                 "source_detail": "bare parameter count from the sheet (the seed's calculator)"}
     arch = facts.architecture
+    if arch is None:  # model.config_only: no family counts it; its figures are simulated
+        return {"id": facts.model_id, "revision": facts.revision, "parameters": None,
+                "trainable_parameters": trainable, "architecture": facts.model_type,
+                "context_window_tokens": None, "source": facts.source,
+                "source_detail": f"{facts.source_detail} (no gpusizer family: simulated)",
+                "stored_format": facts.stored_format, "stored_bytes": facts.stored_bytes}
     return {"id": facts.model_id, "revision": facts.revision, "parameters": arch.total_parameters,
             "trainable_parameters": trainable, "architecture": facts.model_type,
             "context_window_tokens": arch.context_window_tokens, "source": facts.source,

@@ -15,11 +15,12 @@ def simulate_document(r) -> dict[str, Any]:
     """``gpusizer simulate --format json`` from a ``simulate.engine.SimulationResult``."""
     from .json_report import REGISTRY_NOTE, memory_dict, model_dict
     trainable = r.trainable_parameters if r.sheet.task != "inference" else 0
+    model = model_dict(r.sheet, r.facts, trainable)  # a model no family counts: the simulation's
     return {
         "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
         "sheet": r.sheet.model_dump(mode="json"),
-        "model": model_dict(r.sheet, r.facts, trainable),
+        "model": {**model, "parameters": model["parameters"] or r.parameters or None},
         "card": r.card.name if r.card else None,
         "memory": memory_dict(r.memory),
         "offers": [],
@@ -38,7 +39,7 @@ def simulate_document(r) -> dict[str, Any]:
             "seconds": round(r.seconds, 2),
             "not_seen": list(_not_seen()),
             "difference_to_estimate": r.comparison,
-            "estimate_peak_bytes": r.estimate.peak_bytes,
+            "estimate_peak_bytes": r.estimate.peak_bytes if r.estimate is not None else None,
         },
     }
 
@@ -74,7 +75,8 @@ def simulation_sections(doc: dict[str, Any]) -> list[Section]:
     lines = [f"versions: {versions}", f"config.json: {s['config_source']}",
              f"compute capability {_cc(s['compute_capability']['value'])}: "
              f"{s['compute_capability']['source']}", *kernels,
-             *(f"GPU rule: {g}" for g in s["gpu_rules"]), f"simulated in {s['seconds']} s"]
+             *(f"GPU rule: {g}" for g in s["gpu_rules"]), f"simulated in {s['seconds']} s",
+             *([diff["note"]] if diff.get("note") else [])]
     return [
         Section("Simulation vs estimate, per phase (per GPU)",
                 ("phase", "simulated peak", "estimate peak", "difference (simulated − estimate)"),

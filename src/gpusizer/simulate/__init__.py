@@ -17,9 +17,13 @@ EXTRA_MODULES = ("torch", "transformers", "peft")
 """What ``pip install gpusizer[simulate]`` brings."""
 
 
-def require_extra() -> None:
-    """Raise :class:`SimulateExtraMissing` when a module of the simulate extra is missing."""
+def require_extra(why: str | None = None) -> None:
+    """Raise :class:`SimulateExtraMissing` when a module of the simulate extra is missing;
+    ``why`` (what needs the simulation) opens its one line."""
     missing = [m for m in EXTRA_MODULES if find_spec(m) is None]
     if missing:
-        raise SimulateExtraMissing(
-            f"gpusizer simulate needs {', '.join(missing)}: pip install gpusizer[simulate]")
+        if why is None:
+            raise SimulateExtraMissing(
+                f"gpusizer simulate needs {', '.join(missing)}: pip install gpusizer[simulate]")
+        raise SimulateExtraMissing(f"{why}, which needs {', '.join(missing)}: "
+                                   'pip install "gpusizer[simulate]"')

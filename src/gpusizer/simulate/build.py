@@ -2,8 +2,9 @@
 
 The config comes from ``model.path`` (its config.json) or, for ``model.id``, from the bundled
 registry (each entry keeps the whole config.json) or the Hub (one attempt, then its cache), as
-``gpusizer.model.resolve.config_for_sheet`` reads it. The model class is
-transformers' own (``AutoModelForCausalLM.from_config``), so the traced code is the code a GPU run
+``gpusizer.model.resolve.config_for_sheet`` reads it. The model class is transformers' own
+(``AutoModelForCausalLM.from_config``, or ``AutoModelForImageTextToText`` for a vision-language
+model: :func:`model_class_for`), so the traced code is the code a GPU run
 executes; ``trust_remote_code`` is never passed (a ``model_type`` transformers does not ship is an
 error). LoRA adapters are added by PEFT (``get_peft_model``).
 """
@@ -67,12 +68,16 @@ class BuiltModel:
         config: the transformers config object.
         notes: decisions taken (attention implementation, LoRA targets, MoE experts path).
         lora_targets: PEFT target modules, or None.
+        model_class: the transformers class instantiated (``LlamaForCausalLM``).
+        vision_language: an image-text-to-text model (its text tokens run, no image).
     """
 
     model: object
     config: object
     notes: list[str]
     lora_targets: list[str] | None = None
+    model_class: str = ""
+    vision_language: bool = False
 
 
 def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, sheet: Sheet,
@@ -89,7 +94,7 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
             run), or PEFT cannot place the LoRA adapters.
     """
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
 
     cfg = dict(config_dict)
     cfg.pop("auto_map", None)
@@ -101,31 +106,42 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
         raise SimulationError(f"transformers cannot build model_type {model_type!r} without remote "
                               f"code ({exc}); gpusizer never runs remote code",
                               field="model_type", value=model_type) from None
+    auto, vision_language = model_class_for(model_type)
     notes = []
     impl = attention_implementation(attention, cfg)
     config._attn_implementation = impl
     notes.append(f"transformers attn_implementation={impl!r}")
-    if getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None) or \
-            getattr(config, "n_routed_experts", None):
-        config._experts_implementation = "grouped_mm"
+    text = config.get_text_config()
+    experts = None
+    if getattr(text, "num_experts", None) or getattr(text, "num_local_experts", None) or \
+            getattr(text, "n_routed_experts", None):
+        config._experts_implementation = experts = "grouped_mm"
         notes.append("MoE experts run transformers' grouped_mm path (the CUDA default on sm80+): "
                      "it processes tokens × top_k rows whatever the routing, so the uniform top-k "
                      "routing assumed here and any real routing give the same tensor sizes")
     config.use_cache = task == "inference"
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     from contextlib import nullcontext
-    try:
-        with pause() if pause else nullcontext():
-            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
-    except ValueError as exc:
-        if impl != "sdpa" or "does not support an attention implementation" not in str(exc):
-            raise
-        # transformers refuses SDPA for this class (e.g. gpt-oss attention sinks): it runs eager
-        config._attn_implementation = "eager"
-        notes.append(f"transformers has no SDPA path for {model_type}: eager attention "
-                     "(S × S scores kept)")
-        with pause() if pause else nullcontext():
-            model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    model = None
+    while model is None:
+        try:
+            with pause() if pause else nullcontext():
+                model = auto.from_config(config, dtype=torch_dtype)
+        except ValueError as exc:
+            if "does not support setting experts implementation" in str(exc) and experts:
+                # a class without transformers' pluggable experts: its own MoE code runs
+                config._experts_implementation = None
+                experts = False
+                notes[-1] = (f"MoE experts: transformers' {model_type} class has no pluggable "
+                             "experts implementation; its own MoE code runs")
+                continue
+            if impl != "sdpa" or "does not support an attention implementation" not in str(exc) \
+                    or config._attn_implementation == "eager":
+                raise
+            # transformers refuses SDPA for this class (e.g. gpt-oss attention sinks): eager
+            config._attn_implementation = "eager"
+            notes.append(f"transformers has no SDPA path for {model_type}: eager attention "
+                         "(S × S scores kept)")
     if after_build is not None:
         notes += after_build(model)
     if task != "inference" and gradient_checkpointing:
@@ -137,32 +153,85 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
         model, targets = _add_lora(model, sheet, torch_dtype, notes)
     elif task == "full":
         model.train()
-    return BuiltModel(model, config, notes, targets)
+    return BuiltModel(model, config, notes, targets, type(model.get_base_model() if targets
+                                                           else model).__name__,
+                      vision_language)
+
+
+def model_class_for(model_type: object):
+    """transformers' auto class that builds ``model_type``, and whether it is a
+    vision-language model: ``AutoModelForCausalLM`` when its causal-LM mapping has the type,
+    else ``AutoModelForImageTextToText`` (``MODEL_FOR_*_MAPPING_NAMES`` of
+    ``transformers/models/auto/modeling_auto.py``, the classes config.json's ``architectures``
+    name).
+
+    Raises:
+        SimulationError: neither mapping has the type (an encoder, a speech model …).
+    """
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+    vision_language = model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return AutoModelForCausalLM, vision_language
+    if vision_language:
+        return AutoModelForImageTextToText, True
+    raise SimulationError(f"transformers has no causal-LM nor image-text-to-text class for "
+                          f"model_type {model_type!r}: simulate runs generative language models "
+                          "(AutoModelForCausalLM, AutoModelForImageTextToText)",
+                          field="model_type", value=model_type)
 
 
 @contextmanager
 def moves_that_change_nothing_skipped() -> Iterator[None]:
     """``Module.to(device, dtype)`` returns the module untouched when every parameter and buffer
-    already has that device and dtype (as on a GPU, where it changes nothing); otherwise it runs.
+    already has that device and dtype (as on a GPU, where it changes nothing); a dtype change
+    of fake parameters replaces them (:func:`_cast_fake`); anything else runs as usual.
 
-    Fake parameters are always swapped by ``Module._apply``, which fails for them, even for a
-    move that changes nothing."""
+    Fake parameters are always swapped by ``Module._apply`` (``torch.utils.swap_tensors``),
+    which fails for them (FakeTensorMode keeps a weak reference to the new tensor), even for a
+    move that changes nothing; models that cast a submodule in ``__init__`` (an fp32 norm,
+    ``.to(dtype=torch.float32)``) and PEFT's adapter moves need the cast."""
     from itertools import chain
     from unittest import mock
 
     import torch
+    from torch._subclasses.fake_tensor import FakeTensor
     original = torch.nn.Module.to
 
     def to(self, *args, **kwargs):
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        if all((device is None or t.device == device)
-               and (dtype is None or not t.is_floating_point() or t.dtype == dtype)
-               for t in chain(self.parameters(), self.buffers())):
-            return self
+        tensors = list(chain(self.parameters(), self.buffers()))
+        if all(device is None or t.device == device for t in tensors):
+            if all(dtype is None or not t.is_floating_point() or t.dtype == dtype
+                   for t in tensors):
+                return self
+            if dtype is not None and any(isinstance(t, FakeTensor) for t in tensors):
+                return _cast_fake(self, dtype)
         return original(self, *args, **kwargs)
 
     with mock.patch.object(torch.nn.Module, "to", to):
         yield
+
+
+def _cast_fake(module, dtype):
+    """Cast ``module``'s floating-point parameters and buffers to ``dtype`` by replacing them
+    (what ``Module._apply`` does for a parameter whose tensor type changes), a tied parameter
+    once; returns ``module``."""
+    import torch
+    done: dict[int, object] = {}
+    for m in module.modules():
+        for k, p in m._parameters.items():
+            if p is None or not p.is_floating_point() or p.dtype == dtype:
+                continue
+            if id(p) not in done:
+                with torch.no_grad():
+                    done[id(p)] = torch.nn.Parameter(p.to(dtype), requires_grad=p.requires_grad)
+            m._parameters[k] = done[id(p)]
+        for k, b in m._buffers.items():
+            if b is not None and b.is_floating_point() and b.dtype != dtype:
+                m._buffers[k] = b.to(dtype)
+    return module
 
 
 def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..memory.items import ItemName, MemoryEstimate
 
-__all__ = ["ITEM_MAPPING", "compare_estimates"]
+__all__ = ["ITEM_MAPPING", "compare_estimates", "no_estimate"]
 
 ITEM_MAPPING: dict[ItemName, tuple[ItemName, ...]] = {
     "weights": ("weights", "prepare_kbit_upcast"),
@@ -88,6 +88,13 @@ def compare_estimates(simulated: MemoryEstimate, estimated: MemoryEstimate) -> d
                           "difference_bytes": _diff(s, e)})
     return {"phases": phases, "items": items,
             "item_mapping": {k: list(v) for k, v in ITEM_MAPPING.items()}}
+
+
+def no_estimate(note: str) -> dict:
+    """The comparison of a simulation without an estimate (no family knows the architecture):
+    no phase nor item to compare, and ``note`` saying why."""
+    return {"phases": [], "items": [], "item_mapping": {k: list(v) for k, v in ITEM_MAPPING.items()},
+            "note": note}
 
 
 def _diff(a: int | None, b: int | None) -> int | None:

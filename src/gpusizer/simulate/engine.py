@@ -13,14 +13,16 @@ from pathlib import Path
 from ..catalog.types import Card
 from ..formats import FORMATS, weight_format
 from ..memory.engines import ENGINES
-from ..memory.estimate import estimate_memory, plan_weights, sheet_quant_params
-from ..memory.items import Item, ItemName, MemoryEstimate, Note
+from ..memory.estimate import (estimate_memory, non_torch_items, plan_weights,
+                               sheet_quant_params)
+from ..memory.items import INFERENCE_PHASES, TRAINING_PHASES, Item, ItemName, MemoryEstimate, Note
+from ..model.config_only import ConfigOnlyFacts, config_only_for_sheet
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .errors import SimulationError, UnsupportedBySimulation
 
 __all__ = ["NOT_SEEN", "CATEGORY_ITEMS", "CARRIED_ITEMS", "SimulationResult", "simulate_memory",
-           "check_supported"]
+           "check_supported", "NO_ARITHMETIC", "IMAGES_NOT_SIMULATED"]
 
 NOT_SEEN = (
     "CUDA context (driver and kernel images, outside PyTorch's allocator)",
@@ -33,6 +35,17 @@ NOT_SEEN = (
     "accumulator and expanded dK/dV of FlashAttention's backward)",
 )
 """What a fake-tensor run cannot see; listed on every output."""
+
+NO_ARITHMETIC = ("no arithmetic for this architecture: gpusizer has no family module for "
+                 "model_type {model_type!r}, so there is no estimate to compare with; the "
+                 "non-PyTorch items (CUDA context, cuBLAS workspace, NCCL, allocator slack) are "
+                 "estimate's own rules, applied without the family's facts")
+"""The comparison's note for a model_type no family knows (``facts`` a ConfigOnlyFacts)."""
+
+IMAGES_NOT_SIMULATED = ("vision-language model ({cls}): prefill runs the text tokens only; "
+                        "images (the vision tower's activations, the image tokens a request adds) "
+                        "are not simulated yet")
+"""The note on an image-text-to-text model: its vision weights count, its images do not."""
 
 CATEGORY_ITEMS: dict[str, ItemName] = {
     "parameters": "weights", "quantization_metadata": "quantization_metadata",
@@ -86,9 +99,11 @@ class SimulationResult:
     """The simulated memory, the estimate it is compared with, and how the run went.
 
     Attributes:
-        sheet, facts, card: the inputs.
+        sheet, facts, card: the inputs (``facts`` a ConfigOnlyFacts for a model_type no
+            family knows).
         memory: the simulated ``MemoryEstimate`` (items ``simulated`` + carried items).
-        estimate: ``estimate``'s ``MemoryEstimate`` for the same sheet and card.
+        estimate: ``estimate``'s ``MemoryEstimate`` for the same sheet and card; None when no
+            family knows the architecture (no arithmetic: the comparison says so).
         comparison: see ``compare.compare_estimates``.
         attention: kernel choices (kernel, reason, calls).
         compute_capability: the (major, minor) the GPU rules used, and where it came from.
@@ -98,13 +113,16 @@ class SimulationResult:
         trainable_parameters: elements the optimizer updates.
         versions: torch / transformers / peft versions that ran the model code.
         notes: decisions and rules applied.
+        parameters: elements of the model's own parameters as instantiated (LoRA adapters
+            excluded; packed elements for a quantized base).
+        model_class: the transformers class that ran (``LlamaForCausalLM``).
     """
 
     sheet: Sheet
-    facts: ModelFacts | None
+    facts: ModelFacts | ConfigOnlyFacts | None
     card: Card | None
     memory: MemoryEstimate
-    estimate: MemoryEstimate
+    estimate: MemoryEstimate | None
     comparison: dict
     attention: list[dict]
     compute_capability: dict
@@ -114,9 +132,12 @@ class SimulationResult:
     trainable_parameters: int
     versions: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    parameters: int = 0
+    model_class: str = ""
 
 
-def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None = None) -> None:
+def check_supported(sheet: Sheet, running_format: str,
+                    facts: ModelFacts | ConfigOnlyFacts | None = None) -> None:
     """Refuse, naming the field, what this version does not simulate.
 
     Raises:
@@ -127,8 +148,9 @@ def check_supported(sheet: Sheet, running_format: str, facts: ModelFacts | None 
             f"simulate runs {', '.join(SUPPORTED_WEIGHTS)} weights; {running_format} layouts "
             f"({weight_format(running_format).layout}) are not simulated by this version: use "
             "gpusizer estimate", field="weights", value=sheet.weights)
-    if _packs_experts(running_format) and facts is not None \
-            and facts.architecture.parameters_by_role("expert_linear") > 0:
+    arch = facts.architecture if facts is not None else None
+    if _packs_experts(running_format) and arch is not None \
+            and arch.parameters_by_role("expert_linear") > 0:
         raise UnsupportedBySimulation(
             f"{running_format} packs the routed experts, which transformers keeps as stacked 3-D "
             "tensors the simulation does not lay out; expected a model without routed experts "
@@ -157,13 +179,17 @@ def _versions() -> dict[str, str]:
             "peft": peft.__version__}
 
 
-def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None = None,
-                    base_dir: Path | None = None, rules=None) -> SimulationResult:
+def simulate_memory(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None, *,
+                    card: Card | None = None, base_dir: Path | None = None,
+                    rules=None) -> SimulationResult:
     """Run the sheet's phases on fake tensors and return items, phases and the comparison.
 
     Args:
         sheet: the validated sheet.
-        facts: the model's facts (for ``estimate``'s side and the weight plan).
+        facts: the model's facts (for ``estimate``'s side and the weight plan); a
+            ``ConfigOnlyFacts`` for a model_type no family knows (the weight plan from its
+            stored format; no estimate to compare with: the comparison says so, and the
+            non-PyTorch items come from ``memory.estimate.non_torch_items``).
         card: the card whose GPU rules apply (compute capability); None → sm80 assumed, said so.
         base_dir: the sheet's folder (relative ``model.path``).
         rules: ``phases.RuleSwitches`` (all GPU rules on by default).
@@ -177,6 +203,10 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
 
     if sheet.weights != "auto":
         check_supported(sheet, sheet.weights, facts)  # refuse by name before any card rule
+    if facts is None and sheet.model.parameters is None:
+        # a model_type no family knows, called without the input stage: its storage facts
+        cfg, where = load_config_dict(sheet, base_dir=base_dir)
+        facts = config_only_for_sheet(sheet, cfg, where, base_dir)
     plan = plan_weights(sheet, facts, card)
     check_supported(sheet, plan.runs, facts)
     cfg, where = load_config_dict(sheet, base_dir=base_dir)
@@ -202,7 +232,8 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     run = run_phases(sheet, cfg, dtype=model_dtype, compute_capability=cc,
                      rules=rules or RuleSwitches(), quantization=quant,
                      autocast=plan.compute_dtype if amp else None)
-    est = estimate_memory(sheet, facts, card=card)
+    known = isinstance(facts, ModelFacts)
+    est = estimate_memory(sheet, facts, card=card) if known or facts is None else None
     items: list[Item] = []
     names = [p.name for p in run.phases]
     for cat, item_name in CATEGORY_ITEMS.items():
@@ -216,7 +247,13 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
                           phase_bytes={n: per_phase[n] for n in live}))
     tracked = max((p.peak_bytes for p in run.phases), default=0)
     carried = []
-    for it in est.items:
+    if est is None:
+        phases = INFERENCE_PHASES if sheet.task == "inference" else TRAINING_PHASES
+        sources = non_torch_items(sheet, plan, card, phases=phases,
+                                  weight_tensor_sizes=run.weight_tensor_sizes)
+    else:
+        sources = est.items
+    for it in sources:
         if it.name in CARRIED_ITEMS:
             ph = tuple(n for n in it.phases if n in names)
             carried.append(Item(it.name, it.bytes, it.provenance, ph,
@@ -227,6 +264,11 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
     weights_bytes = next((p.by_category.get("parameters", 0) + p.by_category.get(
         "lora_adapters", 0) for p in run.phases if p.name == "load"), 0)
     notes = [Note("simulation", n) for n in run.notes]
+    if est is None:
+        notes.insert(0, Note("no_arithmetic", NO_ARITHMETIC.format(model_type=facts.model_type)))
+    if run.vision_language:
+        notes.append(Note("not_simulated",
+                          IMAGES_NOT_SIMULATED.format(cls=run.model_class)))
     if sheet.task != "inference":
         notes.append(Note("not_simulated", "export is not simulated (it reads weights, which a "
                           "fake run does not have)"))
@@ -241,7 +283,10 @@ def simulate_memory(sheet: Sheet, facts: ModelFacts | None, *, card: Card | None
         notes=tuple(notes),
         card=card.name if card else None, gpus=1, weights_format=plan.runs,
         stored_format=plan.stored)
-    from .compare import compare_estimates
-    return SimulationResult(sheet, facts, card, mem, est, compare_estimates(mem, est),
+    from .compare import compare_estimates, no_estimate
+    comparison = (compare_estimates(mem, est) if est is not None
+                  else no_estimate(NO_ARITHMETIC.format(model_type=facts.model_type)))
+    return SimulationResult(sheet, facts, card, mem, est, comparison,
                             run.attention, cc_info, where, run.seconds, tracked,
-                            run.trainable_parameters, _versions(), list(mem.note_texts))
+                            run.trainable_parameters, _versions(), list(mem.note_texts),
+                            run.parameters, run.model_class)

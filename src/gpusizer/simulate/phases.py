@@ -87,6 +87,10 @@ class PhaseRun:
         notes: what was decided on the way.
         trainable_parameters: elements the optimizer updates (0 for inference).
         seconds: wall time of the run.
+        weight_tensor_sizes: ``(count, bytes)`` of the model's own parameters after load (LoRA
+            adapters excluded), for the allocator's slack.
+        parameters: their elements.
+        model_class, vision_language: as ``build.BuiltModel``.
     """
 
     phases: list[PhasePeak]
@@ -94,6 +98,10 @@ class PhaseRun:
     notes: list[str] = field(default_factory=list)
     trainable_parameters: int = 0
     seconds: float = 0.0
+    weight_tensor_sizes: list[tuple[int, int]] = field(default_factory=list)
+    parameters: int = 0
+    model_class: str = ""
+    vision_language: bool = False
 
 
 def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
@@ -125,11 +133,14 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
     tracker = LiveTracker()
     gpu = GpuRules(compute_capability, requested=sheet.attention, attention=rules.attention,
                    packed_sequences=rules.packed_sequences)
+    from .build import moves_that_change_nothing_skipped
     fake = FakeTensorMode() if rules.fake else _NullContext()
+    reads = _DataDependentReads() if rules.fake else _NullContext()
     notes: list[str] = []
     training = sheet.task != "inference"
     t = sheet.training
-    with fake, tracker, gpu, torch.random.fork_rng(devices=[]):
+    with moves_that_change_nothing_skipped(), fake, tracker, gpu, reads, \
+            torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         state: dict = {}
         known = _KnownStorages(state)
@@ -141,13 +152,16 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
                                 pause=tracker.paused if hook else None, after_build=hook)
             state["model"] = built.model
             state["lora"] = sheet.task in ("lora", "qlora")
+        sizes, parameters = _own_parameters(built.model, state["lora"])
         notes += built.notes
         if training:
             trainable = _run_training(sheet, built, tracker, known, state, rules, notes,
                                       autocast)
         else:
             trainable = 0
-            _run_inference(sheet, built, tracker, known, state)
+            _run_inference(sheet, built, tracker, known, state, notes)
+    if getattr(reads, "calls", 0):
+        notes.append(reads.note())
     merged: dict[str, PhasePeak] = {}
     for p in tracker.peaks:
         if p.name not in merged or p.peak_bytes > merged[p.name].peak_bytes:
@@ -160,7 +174,22 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
             "the model soft-caps attention logits and SDPA has no soft-cap: transformers' "
             "eager attention (S × S scores kept)")})
     return PhaseRun(list(merged.values()), attention, notes, trainable,
-                    time.perf_counter() - start)
+                    time.perf_counter() - start, sizes, parameters, built.model_class,
+                    built.vision_language)
+
+
+def _own_parameters(model, lora: bool) -> tuple[list[tuple[int, int]], int]:
+    """``(count, bytes)`` pairs of the model's own parameters (LoRA adapters excluded) and their
+    elements (``Module.parameters`` yields a tied parameter once)."""
+    from collections import Counter
+    sizes: Counter = Counter()
+    elements = 0
+    for p in model.parameters():
+        if lora and p.requires_grad:
+            continue
+        sizes[p.numel() * p.element_size()] += 1
+        elements += p.numel()
+    return sorted((n, b) for b, n in sizes.items()), elements
 
 
 def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
@@ -211,6 +240,42 @@ def _quantizer(q: Quantization, dtype: str, tracker: LiveTracker):
     return hook
 
 
+def _data_dependent_reads_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class DataDependentReads(TorchDispatchMode):
+        """Answers a read of a fake tensor's value (``.item()``, ``bool(t)``,
+        ``aten._local_scalar_dense``) that FakeTensorMode cannot give (it keeps the value of a
+        tensor made from a Python number only) with 0 / False: the
+        inputs are all token 0, so a count of image or special tokens is 0 and a check for
+        NaN is False. Counted, and said in a note."""
+
+        calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            import torch
+            from torch._subclasses.fake_tensor import DataDependentOutputException
+            if func is not torch.ops.aten._local_scalar_dense.default:
+                return func(*args, **(kwargs or {}))
+            try:  # a fake tensor made from a Python number keeps its value
+                return func(*args, **(kwargs or {}))
+            except DataDependentOutputException:
+                self.calls += 1
+                t = args[0]
+                return False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0)
+
+        def note(self) -> str:
+            return (f"{self.calls} read(s) of a tensor's value (.item(), a tensor's truth) "
+                    "answered 0 / False: fake tensors have no values, and the inputs are all "
+                    "token 0 (no image or special token)")
+
+    return DataDependentReads
+
+
+def _DataDependentReads():
+    return _data_dependent_reads_mode()()
+
+
 class _NullContext:
     def __enter__(self):
         return self
@@ -247,12 +312,15 @@ class _KnownStorages:
             for value in _tensors(opt.state):
                 out.setdefault(id(value.untyped_storage()), "optimizer_states")
         cache = self.state.get("cache")
-        if cache is not None:
-            for layer in getattr(cache, "layers", ()):
+        if cache is not None and hasattr(cache, "layers"):
+            for layer in cache.layers:
                 for name in ("keys", "values"):
                     kv = getattr(layer, name, None)
                     if kv is not None and hasattr(kv, "untyped_storage"):
                         out[id(kv.untyped_storage())] = "kv_cache"
+        elif cache is not None:  # a model's own cache class: every tensor it holds
+            for value in _tensors(vars(cache)):
+                out[id(value.untyped_storage())] = "kv_cache"
         return out
 
 
@@ -341,25 +409,42 @@ def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -
     return trainable
 
 
-def _run_inference(sheet, built, tracker, known, state) -> None:
+def _refuses_the_cache(exc: BaseException) -> bool:
+    """The model's forward refused a ``DynamicCache`` (it keeps a cache class of its own)."""
+    text = str(exc)
+    return ("cache of its own" in text or "Cache' object has no attribute" in text
+            or "not compatible with `cache`" in text)
+
+
+def _run_inference(sheet, built, tracker, known, state, notes) -> None:
     import torch
     from transformers import DynamicCache, StaticCache
 
     inf = sheet.inference
     model = built.model
     model.eval()
-    config = built.config
+    # the decoder's config holds the layers a cache is made for (a composite config's text part)
+    config = built.config.get_text_config(decoder=True)
     full = inf.prompt_tokens + inf.new_tokens
     keep = 0 if inf.logits == "all" else 1
     static = inf.cache == "static"
+
+    own = {"cache": False}  # the model makes its own cache class (MiniMax, xLSTM)
 
     def step(ids, cache):
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=keep)
         # generation/utils.py: next_token_logits = outputs.logits[:, -1, :].to(copy=True,
         # dtype=torch.float32), then the argmax of greedy decoding
         nxt = out.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        if own["cache"]:
+            state["cache"] = out.cache
         del out
         return nxt.argmax(dim=-1)
+
+    def new_cache():
+        if own["cache"]:
+            return None  # the model makes it on its first step (step() keeps it)
+        return DynamicCache(config=config)
 
     with torch.no_grad():
         with tracker.phase("prefill", known):
@@ -367,17 +452,30 @@ def _run_inference(sheet, built, tracker, known, state) -> None:
                      else DynamicCache(config=config))
             state["cache"] = cache
             ids = torch.zeros((inf.concurrency, inf.prompt_tokens), dtype=torch.long)
-            tok = step(ids, cache)
+            try:
+                tok = step(ids, cache)
+            except (ValueError, AttributeError) as exc:
+                if static or not _refuses_the_cache(exc):
+                    raise
+                # transformers' class keeps its own cache type: let it make one, as generate()
+                # does (GenerationMixin._prepare_cache_for_generation skips such models)
+                own["cache"] = True
+                notes.append(f"{type(model).__name__} makes its own cache class "
+                             f"({type(exc).__name__}: {exc}); it was let make it")
+                state["cache"] = cache = None
+                tok = step(ids, None)
             del ids
         if not static:
             # a fresh cache holding full − 1 tokens, outside any phase, so that the measured
             # decode step reaches the full length
             del tok
             state["cache"] = cache = None
-            cache = DynamicCache(config=config)
+            cache = new_cache()
             state["cache"] = cache
             if full - 1 > 0:
                 step(torch.zeros((inf.concurrency, full - 1), dtype=torch.long), cache)
+            if own["cache"]:
+                cache = state["cache"]
         with tracker.phase("decode", known):
             ids = torch.zeros((inf.concurrency, 1), dtype=torch.long)
             tok = step(ids, cache)
