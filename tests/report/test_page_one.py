@@ -19,6 +19,7 @@ from gpusizer.report.offer_words import state_class
 from gpusizer.report.json_report import plan_document
 from gpusizer.report.markdown import fit_row, render_markdown
 from gpusizer.report.offer_words import View
+from gpusizer.report.page_one import answer_lines
 from gpusizer.report.terminal import column_widths, print_terminal
 from gpusizer.sheet import load_sheet, parse_sheet
 
@@ -152,7 +153,20 @@ def test_an_answer_that_none_fits_says_why(tmp_path):
     answer = page_one(render_markdown(_doc(catalogs=[catalog])))[2:4]
     assert " ".join(x.strip() for x in answer).strip() == (
         "- Answer: no offer is estimated to fit: 1 cannot tell (the card is not in the card "
-        "table); 1 is excluded (on memory).")
+        "table); 1 is estimated not to fit but excluded on memory (t4-a: weights and KV cache = "
+        "22.96 GiB per GPU exceed the …).")
+
+
+def test_an_answer_with_every_offer_fitting_but_excluded_says_so():
+    # the README example on the H200 lots: every offer's estimated fit is "fits" (104.99 GiB
+    # headroom on an H200), all three are excluded on budget (max 100 USD; the cheapest lot is
+    # 12.5 USD/h × 24 h × 3 days = 900 USD)
+    doc = _doc(catalogs=[H200_LOTS])
+    assert [o["estimated_fit"] for o in doc["offers"]] == ["fits"] * 3
+    answer = " ".join(answer_lines(doc))
+    assert answer == ("Answer: no offer can be rented as is: all 3 are estimated to fit but "
+                      "excluded on budget (example-4xh200: total 900.00 USD > max 100.00 USD).")
+    assert "no offer is estimated to fit" not in answer
 
 
 def test_a_serving_engine_says_its_pool_headroom():

@@ -14,6 +14,7 @@ A person may ask for ``--top N`` offers and ``--sort KEY`` (:class:`View`); the 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..memory.engines import ENGINES
@@ -113,7 +114,7 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
     parts = []
     for key, words in (("does_not_fit", "estimated not to fit"), ("unknown", "cannot tell"),
                        ("borderline", "{are} borderline"),
-                       ("fits", "{fit} but {are} not conditional"), ("excluded", "{are} excluded")):
+                       ("fits", "{fit} but {are} not conditional")):
         group = by_state.get(key, [])
         if not group:
             continue
@@ -126,13 +127,55 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
                          f"{fit_words(doc, closest)})")
         elif key == "unknown":
             parts.append(f"{len(group)} {words} ({unknown_why(doc, group[0])})")
-        elif key == "excluded":
-            on = sorted({c for o in group for c in CRITERIA
-                         if o["criteria"][c]["state"] == "exclude"})
-            parts.append(f"{len(group)} {words} (on {', '.join(on)})")
         else:
             parts.append(f"{len(group)} {words}")
-    return ["Answer: no offer is estimated to fit: " + "; ".join(parts) + "."]
+    if by_state.get("excluded"):
+        parts.append(_excluded_words(by_state["excluded"], every=len(offers)))
+    # an offer estimated to fit but excluded can be fitted, not rented as is (its criteria)
+    lead = ("no offer can be rented as is" if any(o["estimated_fit"] == "fits" for o in offers)
+            else "no offer is estimated to fit")
+    return [f"Answer: {lead}: " + "; ".join(parts) + "."]
+
+
+_FIT_STATE_WORDS = {"fits": "estimated to fit", "does_not_fit": "estimated not to fit",
+                    "borderline": "borderline", "unknown": "of unknown fit"}
+REASON_CHARS = 60
+"""Characters of an excluding criterion's reason quoted in the answer (then "…")."""
+
+
+def _short(text: str, chars: int = REASON_CHARS) -> str:
+    """``text`` without its byte counts in parentheses, cut at a space to at most ``chars`` characters, with "…" when cut."""
+    text = re.sub(r" \(\d[\d ]* B\)", "", text)  # the byte counts beside a GiB figure
+    if len(text) <= chars:
+        return text
+    return text[:chars - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + " …"
+
+
+def _excluded_words(group: list[dict[str, Any]], *, every: int) -> str:
+    """The excluded offers of the answer: how many, their estimated fits counted (an offer
+    estimated to fit may be excluded on another criterion), and each excluding criterion with
+    the reason of its first (cheapest) offer, shortened. ``every``: the offers judged."""
+    n = len(group)
+    counts: dict[str, int] = {}
+    for o in group:
+        counts[o["estimated_fit"]] = counts.get(o["estimated_fit"], 0) + 1
+    if len(counts) == 1:
+        state = _FIT_STATE_WORDS[next(iter(counts))]
+        who = ("the only offer is" if every == 1 else "1 is") if n == 1 else \
+            (f"all {n} are" if n == every else f"{n} are")
+        head = f"{who} {state} but excluded"
+    else:
+        head = (f"{n} are excluded (" + ", ".join(
+            f"{counts[s]} {w}" for s, w in _FIT_STATE_WORDS.items() if s in counts) + ")")
+    on = []
+    for c in CRITERIA:
+        hit = [o for o in group if o["criteria"][c]["state"] == "exclude"]
+        if not hit:
+            continue
+        count = "" if len(hit) == n else f"{len(hit)} of {n}; "
+        on.append(f"{c} ({count}{hit[0]['id']}: "
+                  f"{_short(hit[0]['criteria'][c]['reason'])})")
+    return f"{head} on " + ", ".join(on)
 
 
 def _workload_lines(doc: dict[str, Any]) -> list[str]:
