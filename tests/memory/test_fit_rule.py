@@ -168,3 +168,12 @@ def test_offers_carry_the_judgement_and_rank_on_its_headroom():
     # provisional rank: only the conditional offers estimated to fit, by total cost (CONTRACT.md)
     ranked = [(o["id"], o["provisional_rank"]) for o in doc["offers"]]
     assert ranked == [("seed-rtx-6000-ada", 1), ("seed-rtx-4090", None)]
+
+
+def test_judge_lot_makes_a_short_lot_unknown_and_keeps_a_full_one():
+    from gpusizer.memory.fit_rule import FitJudgement, judge_lot
+    j = FitJudgement("fits", False, 80 * 2**30, 4 * 2**30, 10 * 2**30, "fits")
+    assert judge_lot(j, cards=8, gpus=8) is j
+    short = judge_lot(j, cards=4, gpus=8)
+    assert (short.state, short.headroom_bytes, short.device_bytes) == ("unknown", None, 80 * 2**30)
+    assert short.reason.startswith("the lot has 4 cards; the placement needs 8")

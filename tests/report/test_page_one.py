@@ -153,7 +153,7 @@ def test_an_answer_that_none_fits_says_why(tmp_path):
     answer = page_one(render_markdown(_doc(catalogs=[catalog])))[2:4]
     assert " ".join(x.strip() for x in answer).strip() == (
         "- Answer: no offer is estimated to fit: 1 cannot tell (the card is not in the card "
-        "table); 1 is estimated not to fit but excluded on memory (t4-a: weights and KV cache = "
+        "table); 1 is estimated not to fit and excluded on memory (t4-a: weights and KV cache = "
         "22.96 GiB per GPU exceed the …).")
 
 
@@ -297,3 +297,32 @@ def test_the_finding_that_hung_plan_now_ends():
              "34.01", "exclude: distribution; budget"]
     row = fit_row(cells, 120)
     assert len(row) <= 120 and row.count("…") >= 1
+
+
+def test_a_lot_shorter_than_the_placement_has_an_unknown_fit():
+    # DeepSeek-V3 on 8 GPUs (placement.gpus 8): the 4-card H200 lot's per-GPU figures would be
+    # those of 8 GPUs, so its fit is unknown, with no headroom and no provisional rank; the two
+    # 8-card lots keep theirs
+    doc = _doc(EXAMPLES / "deepseek-v3-8xh200-vllm.yaml", catalogs=[H200_LOTS])
+    by = {o["id"]: o for o in doc["offers"]}
+    short = by["example-4xh200"]
+    assert (short["cards"], short["estimated_fit"], short["headroom_bytes"],
+            short["provisional_rank"]) == (4, "unknown", None, None)
+    assert "estimated: unknown (the lot has 4 cards; the placement needs 8)" in \
+        render_markdown(doc)
+    assert by["example-8xh200-nvlink"]["estimated_fit"] == "fits"
+    assert by["example-8xh200-nvlink"]["provisional_rank"] == 1
+
+
+def test_a_one_card_lot_for_two_gpus_is_not_said_to_fit(tmp_path):
+    # a full fine-tune on 2 A100 (fsdp) offered a 1-card lot: excluded on distribution, its fit
+    # unknown (not "fits", whatever the per-GPU figures of 2 GPUs say)
+    catalog = tmp_path / "one.yaml"
+    catalog.write_text("- {id: one-a100, provider: p, card: A100-SXM4-80GB, cards: 1, days: 1,"
+                       " total_usd: 10}\n")
+    doc = _doc(EXAMPLES / "validation/fms-mistral7b-fullft-fp16-2xa100-bs2.yaml",
+               catalogs=[catalog])
+    assert doc["offers"][0]["estimated_fit"] == "unknown"
+    assert " ".join(answer_lines(doc)) == (
+        "Answer: no offer is estimated to fit: the only offer is of unknown fit and excluded on "
+        "distribution (one-a100: the lot has 1 card; the placement needs 2).")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..memory.engines import ENGINES
+from ..memory.fit_rule import lot_words
 from ..units import fmt_gib
 
 __all__ = ["View", "SORT_KEYS", "SHORTLIST", "fit_words", "fit_state_text", "headroom_text",
@@ -87,8 +88,11 @@ def _pool_engine(doc: dict[str, Any], o: dict[str, Any]) -> str | None:
 
 
 def unknown_why(doc: dict[str, Any], o: dict[str, Any], *, short: bool = False) -> str:
-    """Why an offer's fit is unknown: its card is not in the card table, it has no estimate,
+    """Why an offer's fit is unknown: its lot has fewer cards than the placement, its card is not in the card table, it has no estimate,
     the live items of unknown size (by name), or only the weights are known (no phase)."""
+    gpus = doc["sheet"]["placement"]["gpus"]
+    if o["cards"] < gpus:
+        return f"{o['cards']} of {gpus} cards" if short else lot_words(o["cards"], gpus)
     if o["canonical_card"] is None:
         return "card not in the card table" if short else "the card is not in the card table"
     if o.get("memory") is None:

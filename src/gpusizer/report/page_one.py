@@ -163,7 +163,7 @@ def _excluded_words(group: list[dict[str, Any]], *, every: int) -> str:
         state = _FIT_STATE_WORDS[next(iter(counts))]
         who = ("the only offer is" if every == 1 else "1 is") if n == 1 else \
             (f"all {n} are" if n == every else f"{n} are")
-        head = f"{who} {state} but excluded"
+        head = f"{who} {state} {'but' if state == _FIT_STATE_WORDS['fits'] else 'and'} excluded"
     else:
         head = (f"{n} are excluded (" + ", ".join(
             f"{counts[s]} {w}" for s, w in _FIT_STATE_WORDS.items() if s in counts) + ")")
