@@ -90,9 +90,9 @@ def test_readme_page_one_fits_sixty_lines_of_at_most_120_characters(readme_doc):
                  "## Measurement conditions", "no measurement"):
         assert what in text, what
     # the shortlist: verdict, estimated fit, headroom, USD, open conditions
-    assert ("| seed-rtx-6000-ada | RTX 6000 Ada × 1 | 55.71 | conditional (p1) | fits | 17.22 | - |"
+    assert ("| seed-rtx-6000-ada | RTX 6000 Ada × 1 | 55.71 | conditional (p1) | fits | 17.22 | the 6 below |"
             in lines)
-    assert ("| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 | - |"
+    assert ("| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 | the 6 below |"
             in lines)
     # a condition both offers share is said once on page one, per offer under Details
     assert text.count("run the workload on this card at prompt_tokens=7168") == 1
@@ -326,3 +326,21 @@ def test_a_one_card_lot_for_two_gpus_is_not_said_to_fit(tmp_path):
     assert " ".join(answer_lines(doc)) == (
         "Answer: no offer is estimated to fit: the only offer is of unknown fit and excluded on "
         "distribution (one-a100: the lot has 1 card; the placement needs 2).")
+
+
+def test_open_conditions_never_say_dash_while_conditions_are_open(readme_doc, tmp_path):
+    # both README offers leave the same six criteria to confirm: said once below the table, and
+    # the column says how many instead of "-"
+    lines = page_one(render_markdown(readme_doc))
+    rows = [x for x in lines if x.startswith("| seed-")]
+    assert [r.rsplit("|", 2)[1].strip() for r in rows] == ["the 6 below", "the 6 below"]
+    doc = _doc(EXAMPLES / "deepseek-v3-8xh200-vllm.yaml", catalogs=[H200_LOTS])
+    row = next(x for x in page_one(render_markdown(doc)) if x.startswith("| example-8xh200"))
+    assert row.rsplit("|", 2)[1].strip() == "memory, distribution; 4 more below"
+
+
+def test_one_offer_is_shown_as_the_1_offer(tmp_path):
+    catalog = tmp_path / "one.yaml"
+    catalog.write_text("- {id: t4-a, provider: p, card: T4, cards: 1, days: 3, total_usd: 10}\n")
+    md = render_markdown(_doc(catalogs=[catalog]))
+    assert "showing the 1 offer, sorted by" in md and "all 1 offers" not in md

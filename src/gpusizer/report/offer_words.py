@@ -76,7 +76,8 @@ def shown_offers(doc: dict[str, Any], view: View, *,
         offers.sort(key=key)  # stable: ties keep the contract's order
     top = view.top if view.top is not None else (SHORTLIST if page_one else None)
     shown = offers if top is None else offers[:top]
-    what = (f"showing all {len(offers)} offers" if len(shown) == len(offers)
+    what = ("showing the 1 offer" if len(offers) == 1 else
+            f"showing all {len(offers)} offers" if len(shown) == len(offers)
             else f"showing the top {len(shown)} of {len(offers)} offers")
     return shown, f"{what}, sorted by {label}"
 

@@ -44,13 +44,16 @@ def _verdict_cell(o: dict[str, Any]) -> str:
 
 
 def _open_cell(o: dict[str, Any], shared: dict[str, str]) -> str:
-    """The criteria left to confirm on ``o`` that not every shown offer shares (those are said
-    once below the table); for an excluded offer, the criteria that exclude it."""
+    """The criteria left to confirm on ``o``: those not every shown offer shares by name, then
+    how many shared ones are said once below the table ("the 6 below", "memory; 4 more below");
+    ``none`` when nothing is open; for an excluded offer, the criteria that exclude it."""
     if o["verdict"] == "excluded":
         return "exclude: " + ", ".join(c for c in CRITERIA
                                        if o["criteria"][c]["state"] == "exclude")
     own = [c for c in _open(o) if c not in shared]
-    return ", ".join(own) if own else ("-" if shared else "none")
+    below = [f"the {len(shared)} below" if not own else f"{len(shared)} more below"] \
+        if shared else []
+    return "; ".join([", ".join(own)] * bool(own) + below) or "none"
 
 
 def _open(o: dict[str, Any]) -> dict[str, str]:
