@@ -372,7 +372,7 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
                  "--format", help="md | json (default: from the -o extension, else md)")] = None,
              out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
     """Run the model code on fake tensors: items with provenance 'simulated', phase peaks and the
-    difference to estimate (needs the simulate extra: pip install gpusizer\\[simulate])."""
+    difference to estimate (needs the simulate extra: pip install "gpusizer\\[simulate]")."""
     from .simulate import require_extra
     try:
         require_extra()
