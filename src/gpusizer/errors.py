@@ -15,7 +15,6 @@ from __future__ import annotations
 # the error classes only (tests/test_cli_errors.py maps each to its exit status); the message
 # helpers shown, shown_path and one_line are imported by name
 __all__ = [
-    "install_line",
     "GpusizerError",
     "ArgumentError",
     "SheetError",
