@@ -10,6 +10,10 @@ cells), so the same input gets the same answer wherever it is read:
 - every number has an upper bound, so that no later step overflows (a float conversion, a tuple
   of that many layers) and a typo is refused rather than sized.
 
+Text read at an edge passes :func:`unsafe_character`: a C0/C1 control character or a bidi
+override/isolate would rewrite a terminal (ANSI escapes), reorder what a reader sees (U+202E) or
+break a table row (a newline), so it is refused, never shown.
+
 The callers turn :class:`NumberProblem` into their own error class (``SheetError``,
 ``CatalogError``, ``EvidenceError``, ``ModelError``) with the field and the value.
 """
@@ -27,6 +31,7 @@ __all__ = [
     "MAX_COUNT", "MAX_BYTES", "MAX_PARAMETERS", "MAX_USD", "MAX_DAYS", "MAX_METRIC",
     "NumberProblem",
     "check_number", "number_from_text", "bounded_float", "bounded_int",
+    "unsafe_character", "first_unsafe_text",
 ]
 
 MAX_COUNT = 2**31 - 1
@@ -145,3 +150,45 @@ def bounded_int(*, minimum: int, maximum: int) -> Any:
     """A pydantic type for an integer in bounds (bools and floats refused)."""
     return Annotated[int, Field(strict=True, ge=minimum, le=maximum),
                      _validator(minimum=minimum, maximum=maximum, whole=True)]
+
+
+BIDI_CONTROLS = frozenset(map(chr, (*range(0x202A, 0x202F), *range(0x2066, 0x206A))))
+"""Unicode's bidi embedding/override (U+202A–U+202E) and isolate (U+2066–U+2069) characters
+(UAX #9 §2; CVE-2021-42574 "Trojan Source")."""
+
+
+def unsafe_character(text: str) -> str | None:
+    """The first character of ``text`` no edge accepts in text, described
+    (``"control character U+001B"``, ``"bidi control U+202E"``), or None.
+
+    Refused: C0 controls U+0000–U+001F (newline and tab included), DEL U+007F, C1 controls
+    U+0080–U+009F (Unicode category Cc) and :data:`BIDI_CONTROLS`.
+    """
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            return f"control character U+{code:04X}"
+        if ch in BIDI_CONTROLS:
+            return f"bidi control U+{code:04X}"
+    return None
+
+
+def first_unsafe_text(data: Any, path: str = "") -> tuple[str, str, str] | None:
+    """(dotted path, :func:`unsafe_character`'s description, the string) of the first string in
+    ``data`` (nested mappings and lists, keys included) with an unsafe character, or None."""
+    if isinstance(data, str):
+        bad = unsafe_character(data)
+        return (path, bad, data) if bad else None
+    if isinstance(data, dict):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            found = first_unsafe_text(key, where) if isinstance(key, str) else None
+            found = found or first_unsafe_text(value, where)
+            if found:
+                return found
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            found = first_unsafe_text(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
