@@ -21,6 +21,7 @@ The callers turn :class:`NumberProblem` into their own error class (``SheetError
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Annotated, Any
@@ -83,8 +84,9 @@ def check_number(value: object, *, minimum: float | None = None, maximum: float 
     Args:
         value: the value as parsed (YAML, JSON, pydantic input).
         minimum, maximum: inclusive bounds (``minimum`` exclusive with ``exclusive_minimum``).
-        whole: an integer is required (an integral float such as ``2.0`` is refused too: a
-            count is written as a count).
+        whole: an integer is required; a whole-number float (``7000000000.0``, ``7.0e+9``)
+            and a decimal-exponent string that YAML 1.1 leaves as text (``'7e9'``) are taken
+            as that integer (:func:`_whole`); a fraction is refused.
 
     Raises:
         NumberProblem: a bool, a non-number, NaN or ±inf, a fraction where a whole number is
@@ -93,17 +95,48 @@ def check_number(value: object, *, minimum: float | None = None, maximum: float 
     kind = "an integer" if whole else "a number"
     if isinstance(value, bool):
         raise NumberProblem(f"expected {kind}, not true/false", value)
-    if whole and isinstance(value, float) and math.isfinite(value):
-        raise NumberProblem("expected a whole number (an integer)", value)
-    if not isinstance(value, int) and (whole or not isinstance(value, float)):
-        raise NumberProblem(f"expected {kind}, not {type(value).__name__}", value)
     if isinstance(value, float) and not math.isfinite(value):
         raise NumberProblem("expected a finite number", value)
+    if whole:
+        value = _whole(value)
+    if not isinstance(value, int) and (whole or not isinstance(value, float)):
+        raise NumberProblem(f"expected {kind}, not {type(value).__name__}", value)
     if minimum is not None and (value <= minimum if exclusive_minimum else value < minimum):
         raise NumberProblem(f"expected {kind} {'>' if exclusive_minimum else '>='} "
                             f"{_bound(minimum)}", value)
     if maximum is not None and value > maximum:
         raise NumberProblem(f"expected {kind} <= {_bound(maximum)}", value)
+    return value
+
+
+_EXPONENT = re.compile(r"\s*[+-]?\d+(\.\d+)?[eE][+-]?\d+\s*")
+"""A decimal number with an exponent (``7e9``, ``7.5e9``): YAML 1.1 (PyYAML) reads it as a
+string, since its float needs a dot (``7.0e+9``)."""
+EXACT_FLOAT = 2**53
+"""Beyond this a float no longer holds every integer: a whole float above it may not be the
+integer that was written (IEEE 754 binary64's 53-bit significand)."""
+
+
+def _whole(value: object) -> object:
+    """``value`` as an int when it is a whole-number float or exponent string, else itself (an
+    int, or a value :func:`check_number` refuses with its own words).
+
+    Raises:
+        NumberProblem: a fraction (``7.5``, ``'1.25e1'``), or a whole float beyond
+            :data:`EXACT_FLOAT` (rounded: write it as an integer).
+    """
+    if isinstance(value, str) and _EXPONENT.fullmatch(value):
+        exact = Decimal(value.strip())
+        if exact != exact.to_integral_value():
+            raise NumberProblem("expected a whole number (an integer), not a fraction", value)
+        return int(exact)
+    if isinstance(value, float) and math.isfinite(value):
+        if not value.is_integer():
+            raise NumberProblem("expected a whole number (an integer), not a fraction", value)
+        if abs(value) > EXACT_FLOAT:
+            raise NumberProblem(f"expected an integer; a float beyond 2**53 is rounded: write "
+                                "the integer's digits", value)
+        return int(value)
     return value
 
 
