@@ -344,3 +344,27 @@ def test_one_offer_is_shown_as_the_1_offer(tmp_path):
     catalog.write_text("- {id: t4-a, provider: p, card: T4, cards: 1, days: 3, total_usd: 10}\n")
     md = render_markdown(_doc(catalogs=[catalog]))
     assert "showing the 1 offer, sorted by" in md and "all 1 offers" not in md
+
+
+@pytest.mark.parametrize(("sheet", "catalogs"), [(README_SHEET, None),
+                                                 (EXAMPLES / "deepseek-v3-8xh200-vllm.yaml",
+                                                  [H200_LOTS])])
+def test_the_terminal_summary_breaks_no_word_or_number_at_80_columns(sheet, catalogs):
+    from rich.console import Console
+
+    doc = _doc(sheet, catalogs)
+    console = Console(width=80, record=True, file=io.StringIO())
+    print_terminal(doc, file=console.file, width=80)
+    text = console.file.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    table = [line for line in text.splitlines() if line.startswith(("│", "┃"))]
+    tokens = {t for line in table for cell in line.strip("│┃").split("│" if "│" in line else "┃")
+              for t in cell.split()}
+    for o in doc["offers"]:   # every id, card word, price, verdict and headroom whole
+        words = [o["id"], *(o["canonical_card"] or o["card"]).split(), f"{o['total_usd']:.2f}",
+                 o["verdict"]]
+        if o["headroom_bytes"] is not None:
+            words.append(f"{o['headroom_bytes'] / 2**30:.2f}")
+        for word in words:
+            assert word in tokens, word
+    assert not {"condition", "al", "RT", "55."} & tokens

@@ -22,7 +22,7 @@ from ..units import fmt_gib
 from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
-__all__ = ["DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
+__all__ = ["verdict_cell", "DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
            "invalidator_lines", "measurement_lines", "NO_INVALIDATOR", "NO_MEASUREMENT",
            "details_lists"]
 
@@ -34,7 +34,7 @@ LISTED = 6
 """Invalidators and measurement conditions on page one; the rest follow under Details."""
 
 
-def _verdict_cell(o: dict[str, Any]) -> str:
+def verdict_cell(o: dict[str, Any]) -> str:
     """``selected (1)``, ``conditional (p1)`` (provisional), ``conditional`` or ``excluded``."""
     if o["rank"] is not None:
         return f"{o['verdict']} ({o['rank']})"
@@ -254,7 +254,7 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
     conditions, what could invalidate the conclusion, measurement conditions."""
     offers, label = shown_offers(doc, view, page_one=True)
     shared = _shared(offers)
-    rows = tuple((o["id"], _card(o), _usd(o), _verdict_cell(o), fit_state_text(doc, o),
+    rows = tuple((o["id"], _card(o), _usd(o), verdict_cell(o), fit_state_text(doc, o),
                   "-" if o["headroom_bytes"] is None else fmt_gib(o["headroom_bytes"]),
                   _open_cell(o, shared)) for o in offers)
     lines = (f"{label}. A provisional rank is not a selection; prices say nothing about speed.",)
