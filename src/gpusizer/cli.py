@@ -534,7 +534,8 @@ def alternatives(sheet: SheetArg,
 def models(format: Annotated[MemFmt, typer.Option("--format", help="md | json")] = MemFmt.md
            ) -> None:
     """List the bundled registry: the ids resolved offline, with revision, model_type (the
-    class, config.json ``architectures[0]``, in --format json), parameters (counted from the config) and the public source of each config.json."""
+    class, config.json ``architectures[0]``, in --format json), parameters (counted from the
+    config) and the public source of each config.json."""
     import json
 
     from .model.registry import registry_fingerprint, registry_listing

@@ -200,7 +200,8 @@ def install_line(extra: str) -> str:
     ``[project.optional-dependencies]``): quoted, so zsh does not glob the brackets, and the
     form for a clone of the repository (its ``constraints.txt`` pins what CI tests)::
 
-        pip install "gpusizer[simulate]" (from a checkout: pip install -c constraints.txt -e ".[simulate]")
+        pip install "gpusizer[simulate]" (from a checkout:
+        pip install -c constraints.txt -e ".[simulate]")
     """
     return (f'pip install "gpusizer[{extra}]" (from a checkout: '
             f'pip install -c constraints.txt -e ".[{extra}]")')

@@ -186,7 +186,8 @@ def offer_from_mapping(mapping: object, *, file: str, row_number: int,
     unsafe = first_unsafe_text(mapping)
     if unsafe is not None:  # an ANSI escape, a newline or a bidi override in a text field
         raise CatalogError(f"{unsafe[1]} in {shown(unsafe[2])}: text may not "
-                           "hold control or bidi characters", field=f"{where}.{unsafe[0]}", file=file)
+                           "hold control or bidi characters", field=f"{where}.{unsafe[0]}",
+                           file=file)
     try:
         row = OfferRow.model_validate(mapping)
     except ValidationError as exc:

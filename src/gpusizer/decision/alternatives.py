@@ -212,8 +212,9 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str, check: Fi
         if c.device_bytes.status != "confirmed":
             risks["coverage"] += ("; the card's device bytes are to confirm "
                                   f"({c.device_bytes.source})")
-        return _alt("bigger_card", f"{_article(c.name)} {c.name} ({fmt_bytes(int(c.device_bytes.value))}) instead "
-                    f"of the {d.card.name}", {}, c, fit, risks, offers=offers), None
+        return _alt("bigger_card", f"{_article(c.name)} {c.name} "
+                    f"({fmt_bytes(int(c.device_bytes.value))}) instead of the {d.card.name}",
+                    {}, c, fit, risks, offers=offers), None
     if last is None:
         return None, f"no card in the card table is larger than the {d.card.name}"
     return None, (f"no single card in the card table fits; the largest, {last[0].name}: "

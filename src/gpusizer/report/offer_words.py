@@ -89,8 +89,9 @@ def _pool_engine(doc: dict[str, Any], o: dict[str, Any]) -> str | None:
 
 
 def unknown_why(doc: dict[str, Any], o: dict[str, Any], *, short: bool = False) -> str:
-    """Why an offer's fit is unknown: its lot has fewer cards than the placement, its card is not in the card table, it has no estimate,
-    the live items of unknown size (by name), or only the weights are known (no phase)."""
+    """Why an offer's fit is unknown: its lot has fewer cards than the placement, its card is
+    not in the card table, it has no estimate, the live items of unknown size (by name), or
+    only the weights are known (no phase)."""
     gpus = doc["sheet"]["placement"]["gpus"]
     if o["cards"] < gpus:
         return f"{o['cards']} of {gpus} cards" if short else lot_words(o["cards"], gpus)

@@ -22,9 +22,9 @@ from ..units import fmt_gib
 from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
-__all__ = ["verdict_cell", "DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
-           "invalidator_lines", "measurement_lines", "NO_INVALIDATOR", "NO_MEASUREMENT",
-           "details_lists"]
+__all__ = ["verdict_cell", "DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines",
+           "page_one_sections", "invalidator_lines", "measurement_lines", "NO_INVALIDATOR",
+           "NO_MEASUREMENT", "details_lists"]
 
 DETAILS_TITLE = "Details"
 """The fixed heading that ends page one (``## Details`` in Markdown)."""
@@ -147,7 +147,8 @@ REASON_CHARS = 60
 
 
 def _short(text: str, chars: int = REASON_CHARS) -> str:
-    """``text`` without its byte counts in parentheses, cut at a space to at most ``chars`` characters, with "…" when cut."""
+    """``text`` without its byte counts in parentheses, cut at a space to at most ``chars``
+    characters, with "…" when cut."""
     text = re.sub(r" \(\d[\d ]* B\)", "", text)  # the byte counts beside a GiB figure
     if len(text) <= chars:
         return text

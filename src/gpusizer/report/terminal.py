@@ -6,7 +6,8 @@ the conditions every shown offer shares, what could invalidate the conclusion an
 measurement conditions — page one's content (``page_one``) as rich tables. A cell wraps between
 words; a column is never narrower than its longest word (up to :data:`WORD_MAX` characters),
 so no word or number is broken; where the offers' columns would not fit so (80 columns), the
-cards join the card and the rank the verdict (:data:`COMPACT_COLUMNS`). For an estimate, the key memory tables.
+cards join the card and the rank the verdict (:data:`COMPACT_COLUMNS`). For an estimate, the
+key memory tables.
 
 Every string is printed as text: a rich ``Text`` (never parsed as markup, so an offer id
 ``[/]`` or ``[link=…]`` is shown as written) with control characters escaped (an ESC from a
