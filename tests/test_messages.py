@@ -210,3 +210,19 @@ def test_memory_is_excluded_when_the_lower_bound_exceeds_every_variant(tmp_path)
     # memory stays to confirm
     assert offers["A100"]["canonical_card"] is None
     assert offers["A100"]["criteria"]["memory"]["state"] == "to_confirm"
+
+
+def test_one_place_says_how_to_install_an_extra():
+    # quoted for zsh (brackets glob there), and the clone's form with CI's constraints
+    from gpusizer.errors import install_line
+    assert install_line("simulate") == ('pip install "gpusizer[simulate]" (from a checkout: '
+                                        'pip install -c constraints.txt -e ".[simulate]")')
+    import tomllib
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert {"simulate", "measure", "quality"} <= set(extras)
+    # no message builds its own unquoted line (simulate/ is another engineer's: the lead
+    # switches its require_extra to install_line at the merge)
+    for path in (REPO_ROOT / "src" / "gpusizer").rglob("*.py"):
+        if "simulate" not in path.parts:
+            assert "pip install gpusizer[" not in path.read_text(), path

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gpusizer.cli import app
 from gpusizer.model.registry import registry_entries, registry_fingerprint
 
+from .conftest import run_cli
 from .model.test_resolve import _unreachable_hub
 
 RUNNER = CliRunner()
@@ -40,7 +41,7 @@ def test_models_markdown_table() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"# Bundled registry: {len(registry_entries())} models (resolved offline)"
     row = next(line for line in lines if line.startswith("| Qwen/Qwen3-8B |"))
-    assert "| main | Qwen3ForCausalLM | 8 190 735 360 |" in row  # truth.json Qwen/Qwen3-8B
+    assert "| main | qwen3 | 8 190 735 360 |" in row  # truth.json Qwen/Qwen3-8B
 
 
 def _sheet(tmp_path: Path, model_id: str) -> Path:
@@ -93,3 +94,20 @@ def test_simulate_runs_the_readme_example_offline() -> None:
     kv = next(d for d in doc["simulation"]["difference_to_estimate"]["items"]
               if d["item"] == "kv_cache" and d["phase"] == "prefill")
     assert kv["simulated_bytes"] == 32 * 2 * 8 * 128 * 2 * 7168 * 8 == 7_516_192_768
+
+
+def test_the_card_listing_cuts_with_an_ellipsis_and_explains_cc():
+    out = run_cli("cards").stdout
+    h100 = next(line for line in out.splitlines() if line.startswith("| H100 SXM |"))
+    assert "| NVLink4, 900 GB/s nomin… |" in h100   # 23 characters + "…" = 24
+    assert "CC: CUDA compute capability" in out
+
+
+def test_the_model_listing_shows_model_type_in_one_kind():
+    out = run_cli("models").stdout
+    assert "| id | revision | model_type | parameters | source |" in out
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[2] for line in out.splitlines()
+            if line.startswith("| ") and "/" in line.split(" | ")[0]}
+    assert rows["deepseek-ai/DeepSeek-V3"] == "deepseek_v3"
+    assert rows["google/gemma-2-9b"] == "gemma2"
+    assert not any(v.endswith("ForCausalLM") for v in rows.values())

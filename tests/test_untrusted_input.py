@@ -291,9 +291,10 @@ def test_a_newline_in_a_value_cannot_forge_an_error_line(tmp_path: Path) -> None
     sheet.write_text('model: {id: "meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine"}\n'
                      "task: inference\ninference: {prompt_tokens: 16, new_tokens: 16}\n")
     err = _one_line(run_cli("estimate", str(sheet), check=2))
-    # refused as a malformed Hub id before any lookup (issue 13, F18), the value escaped
-    assert ("model.id: 'meta-llama/Meta-Llama-3.1-8B\\nerror: everything is fine' is not a "
-            "Hugging Face Hub id") in err
+    # refused as text with a control character before any lookup (issue 13, F18; the fresh
+    # user's F9), the value escaped
+    assert ("model.id: control character U+000A in 'meta-llama/Meta-Llama-3.1-8B\\nerror: "
+            "everything is fine': text may not hold control or bidi characters") in err
 
 
 def test_a_long_garbage_row_is_cut_to_80_characters(tmp_path: Path) -> None:
@@ -400,8 +401,10 @@ def test_alternatives_estimate_per_distinct_card(tmp_path: Path,
 # --- F15 and point 4: input strings are text in every output ----------------------------------
 
 EVIL = {"[/]": "closes a rich tag", "[link=https://evil.example/]seed[/link]": "a hyperlink",
-        "RTX\x1b[2J\x1b[31mRED": "terminal escapes", "<!--<script>": "an HTML parser state",
+        "<!--<script>": "an HTML parser state",
         "</script><img src=x onerror=alert(3)>": "raw HTML"}
+"""Terminal escapes ("RTX\x1b[2J") no longer reach a view: the catalog refuses control
+characters (``bounds.unsafe_character``, tests/catalog/test_untrusted_catalog.py)."""
 
 
 def _evil_plan(tmp_path: Path) -> dict:
@@ -427,7 +430,6 @@ def test_the_terminal_table_shows_input_strings_as_text(tmp_path: Path) -> None:
     ids = "".join(line.split("│")[1].strip() for line in shown.splitlines()
                   if line.startswith("│") and line.count("│") > 2)
     assert "[/]" in ids and "[link=https://evil.example/]seed[/link]" in ids
-    assert "RTX\\x1b[2J\\x1b[31mRED" in ids  # escaped, shown as written
 
 
 def test_the_html_data_island_cannot_be_broken(tmp_path: Path) -> None:
@@ -534,3 +536,18 @@ def test_a_lock_file_in_the_evidence_folder_is_skipped_with_a_note(tmp_path: Pat
     assert ignored == [{"file": str(tmp_path / "ev" / "s.quality-lock.json"),
                         "reason": "a quality lock (kind quality_criteria), not evidence: skipped "
                                   "(keep it beside the sheet, out of --evidence)"}]
+
+
+@pytest.mark.parametrize(("text", "what"), [("ma\x1bin", "control character U+001B"),
+                                            ("main\u202e", "bidi control U+202E"),
+                                            ("ma\nin", "control character U+000A")])
+def test_f9_a_sheet_text_with_control_or_bidi_characters_is_refused(text, what):
+    from gpusizer.errors import SheetError
+    from gpusizer.sheet import parse_sheet
+    with pytest.raises(SheetError) as info:
+        parse_sheet({"model": {"id": "Qwen/Qwen2.5-7B-Instruct", "revision": text},
+                     "task": "inference", "weights": "bf16",
+                     "inference": {"prompt_tokens": 10, "new_tokens": 10}})
+    assert info.value.field == "model.revision"
+    assert f"{what} in {text!r}: text may not hold control or bidi characters" in \
+        str(info.value)

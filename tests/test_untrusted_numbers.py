@@ -42,7 +42,40 @@ def test_check_number_keeps_a_good_value_unchanged():
     assert check_number(2.49, minimum=0, maximum=100) == 2.49
     assert check_number(8, minimum=1, maximum=8, whole=True) == 8
     with pytest.raises(NumberProblem, match="expected a whole number"):
-        check_number(2.0, minimum=1, maximum=8, whole=True)
+        check_number(2.5, minimum=1, maximum=8, whole=True)
+
+
+@pytest.mark.parametrize(("value", "count"), [
+    (7000000000.0, 7_000_000_000), (7.0e+9, 7_000_000_000), ("7e9", 7_000_000_000),
+    ("7.5e9", 7_500_000_000), ("1E3", 1000), (2.0, 2),
+])
+def test_f8_a_whole_float_or_exponent_string_is_that_integer(value, count):
+    # YAML 1.1 (PyYAML) reads 7e9 as the string '7e9' (its float needs a dot); 7.5e9 is the
+    # whole number 7 500 000 000
+    got = check_number(value, minimum=1, maximum=10**15, whole=True)
+    assert (got, type(got)) == (count, int)
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    (7.5, "not a fraction"), ("1.25e1", "not a fraction"), ("7e-1", "not a fraction"),
+    (float("nan"), "finite"), (float("inf"), "finite"), (2.0**60, "beyond 2\\*\\*53"),
+    ("7 billion", "not str"), (True, "true/false"),
+])
+def test_f8_a_fraction_or_a_non_finite_count_is_still_refused(value, fragment):
+    with pytest.raises(NumberProblem, match=fragment):
+        check_number(value, minimum=0, maximum=2**64, whole=True)
+
+
+def test_f8_the_sheet_reads_7e9_parameters(tmp_path):
+    import yaml
+
+    from gpusizer.sheet import parse_sheet
+    data = yaml.safe_load("model: {parameters: 7e9}\ntask: inference\nweights: bf16\n"
+                          "inference: {prompt_tokens: 10, new_tokens: 10}\n")
+    assert data["model"]["parameters"] == "7e9"  # the cause: YAML 1.1 leaves it text
+    assert parse_sheet(data).model.parameters == 7_000_000_000
+    data["model"]["parameters"] = 7000000000.0
+    assert parse_sheet(data).model.parameters == 7_000_000_000
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "Infinity", "1e400", "true", "", "0x10"])

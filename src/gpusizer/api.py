@@ -263,7 +263,7 @@ def fit(sheet: SheetSource, *, card: CardLike, base_dir: Folder | None = None) -
 def simulate(sheet: SheetSource, *, card: CardLike | None = None,
              base_dir: Folder | None = None) -> SimulationReport:
     """Run the model's transformers (and PEFT) code on fake tensors at the sheet's dimensions
-    (``gpusizer simulate``; needs ``pip install gpusizer[simulate]``).
+    (``gpusizer simulate``; needs ``pip install "gpusizer[simulate]"``).
 
     Raises:
         SimulateExtraMissing: torch, transformers or peft is not installed.

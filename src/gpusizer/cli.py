@@ -372,7 +372,7 @@ def simulate(sheet: SheetArg, card: CardOpt = None,
                  "--format", help="md | json (default: from the -o extension, else md)")] = None,
              out: Annotated[Optional[Path], typer.Option("-o", "--out")] = None) -> None:
     """Run the model code on fake tensors: items with provenance 'simulated', phase peaks and the
-    difference to estimate (needs the simulate extra: pip install gpusizer\\[simulate])."""
+    difference to estimate (needs the simulate extra: pip install "gpusizer\\[simulate]")."""
     from .simulate import require_extra
     try:
         require_extra()
@@ -533,8 +533,9 @@ def alternatives(sheet: SheetArg,
 @app.command()
 def models(format: Annotated[MemFmt, typer.Option("--format", help="md | json")] = MemFmt.md
            ) -> None:
-    """List the bundled registry: the ids resolved offline, with revision, architecture,
-    parameters (counted from the config) and the public source of each config.json."""
+    """List the bundled registry: the ids resolved offline, with revision, model_type (the
+    class, config.json ``architectures[0]``, in --format json), parameters (counted from the
+    config) and the public source of each config.json."""
     import json
 
     from .model.registry import registry_fingerprint, registry_listing
@@ -544,13 +545,13 @@ def models(format: Annotated[MemFmt, typer.Option("--format", help="md | json")]
         _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", None)
         return
     lines = [f"# Bundled registry: {len(rows)} models (resolved offline)", "",
-             "| id | revision | architecture | parameters | source |", "|---|---|---|---|---|"]
+             "| id | revision | model_type | parameters | source |", "|---|---|---|---|---|"]
     for r in rows:
         ids = " ".join([r["id"], *(f"(alias {a})" for a in r["aliases"])])
         revision = r["revision"] + (f" (commit {r['commit'][:12]})" if r["commit"] else "")
         params = f"{r['parameters']:,}".replace(",", " ") if r["parameters"] else "unknown"
         partial = "" if r["config_complete"] else " (published keys only)"
-        lines.append(f"| {ids} | {revision} | {r['architecture'] or r['model_type']} | {params} "
+        lines.append(f"| {ids} | {revision} | {r['model_type']} | {params} "
                      f"| {r['source']}{partial} |")
     lines += ["", f"Registry {registry_fingerprint()}. `--format json` adds where each "
               "config.json was read (`read_from`) and the stored bytes where a source gave them."]

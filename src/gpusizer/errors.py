@@ -191,7 +191,20 @@ class FormatUnavailableError(GpusizerError, RuntimeError):
 
 
 class MissingExtraError(GpusizerError, ImportError):
-    """An optional dependency group is not installed; the message names the pip command."""
+    """An optional dependency group is not installed; the message names the pip command
+    (:func:`install_line`)."""
+
+
+def install_line(extra: str) -> str:
+    """The pip commands that install the optional dependency group ``extra`` (pyproject's
+    ``[project.optional-dependencies]``): quoted, so zsh does not glob the brackets, and the
+    form for a clone of the repository (its ``constraints.txt`` pins what CI tests)::
+
+        pip install "gpusizer[simulate]" (from a checkout:
+        pip install -c constraints.txt -e ".[simulate]")
+    """
+    return (f'pip install "gpusizer[{extra}]" (from a checkout: '
+            f'pip install -c constraints.txt -e ".[{extra}]")')
 
 
 class MeasureError(GpusizerError, RuntimeError):
@@ -201,7 +214,7 @@ class MeasureError(GpusizerError, RuntimeError):
 
 class MeasureExtraMissingError(MeasureError, MissingExtraError):
     """The ``measure`` extra (torch, transformers, peft, nvidia-ml-py) is not installed:
-    ``pip install gpusizer[measure]``."""
+    :func:`install_line` ``("measure")``."""
 
 
 class MeasureUnsupportedError(MeasureError, ValueError):

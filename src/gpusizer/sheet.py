@@ -21,7 +21,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
                       ValidationError, WithJsonSchema, field_validator, model_validator)
 
 from .bounds import (MAX_BYTES, MAX_COUNT, MAX_DAYS, MAX_PARAMETERS, MAX_USD, bounded_float,
-                     bounded_int)
+                     bounded_int, first_unsafe_text)
 from .errors import SheetError, listed, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
@@ -621,6 +621,10 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     if not isinstance(data, dict):
         raise SheetError(f"expected a mapping of sheet keys, got {type(data).__name__}",
                          file=file, value=data)
+    unsafe = first_unsafe_text(data)
+    if unsafe is not None:  # an ANSI escape, a newline or a bidi override in a text field
+        raise SheetError(f"{unsafe[1]} in {shown(unsafe[2])}: text may not hold "
+                         "control or bidi characters", field=unsafe[0], file=file)
     try:
         return Sheet.model_validate(data)
     except ValidationError as exc:

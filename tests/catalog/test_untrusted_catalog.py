@@ -104,3 +104,42 @@ def test_f3_plan_refuses_an_infinite_days_row_with_exit_2(tmp_path):
     p = run_cli("plan", str(tmp_path / "s.yaml"), "--catalog", str(tmp_path / "c.yaml"),
                 "--format", "json", check=2)
     assert "row 1.days: expected a finite number" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "what"), [
+    ("id", '"a\\x1b[31mred"', "control character U+001B"),
+    ("provider", '"p\\u202eq"', "bidi control U+202E"),
+    ("card", '"T4\\u2066"', "bidi control U+2066"),
+    ("id", '"x|y\\nz"', "control character U+000A"),
+    ("id", '"c1\\x9b"', "control character U+009B"),
+])
+def test_f9_text_with_control_or_bidi_characters_is_refused(field, value, what):
+    row = {"id": "a", "provider": "p", "card": "T4", "cards": "1", "total_usd": "1"}
+    row[field] = value
+    text = "- {" + ", ".join(f"{k}: {v}" for k, v in row.items()) + "}\n"
+    with pytest.raises(CatalogError) as info:
+        read_catalog_text(text, "c.yaml")
+    assert info.value.field == f"row 1.{field}"
+    assert f"{what} in " in str(info.value)
+    assert ": text may not hold control or bidi characters" in str(info.value)
+    assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+def test_f9_csv_and_skypilot_text_is_checked_too():
+    with pytest.raises(CatalogError) as info:
+        read_catalog_text("id,provider,card,cards,total_usd\nok\x1b[2J,p,T4,1,1\n", "c.csv")
+    assert info.value.field == "row 1.id"
+    offers, file = read_catalog_text(HEADER + 'g4dn\x1b[31m,T4,1,4,16,0.5,us-east-1,,\n',
+                                     "aws/vms.csv")
+    assert offers == []
+    assert "InstanceType: control character U+001B" in file.skipped[0].reason
+
+
+def test_f9_the_cli_refuses_with_one_line_and_exit_2(tmp_path):
+    from ..conftest import EXAMPLES, run_cli
+    catalog = tmp_path / "c.yaml"
+    catalog.write_text('- {id: "a\\x1b[31mred", provider: p, card: T4, cards: 1, total_usd: 1}\n')
+    proc = run_cli("plan", str(EXAMPLES / "llama-3.1-8b-serving.yaml"), "--catalog",
+                   str(catalog), check=2)
+    assert proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr
+    assert "row 1.id: control character U+001B" in proc.stderr

@@ -156,3 +156,10 @@ def test_training_overload_smaller_microbatch_and_checkpointing():
     assert why["smaller_microbatch"].startswith("even microbatch 1 does not fit: estimated")
     assert why["gradient_checkpointing"].startswith("estimated device peak")
     assert [a.change for a in offers["seed-rtx-4090"].alternatives] == ["bigger_card"]
+
+
+def test_a_bigger_card_is_named_with_its_article():
+    from gpusizer.decision.alternatives import _article
+    for name, article in (("RTX 5090", "an"), ("H200", "an"), ("A100 80GB", "an"), ("L4", "an"),
+                          ("T4", "a"), ("V100", "a"), ("Radeon Pro", "a"), ("Instinct", "an")):
+        assert _article(name) == article, name

@@ -89,8 +89,9 @@ def test_missing_extra_says_what_to_install(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1
-    assert "the measure extra is not installed (torch is missing): pip install " \
-           "gpusizer[measure]" in proc.stderr
+    assert ('the measure extra is not installed (torch is missing): pip install '
+            '"gpusizer[measure]" (from a checkout: pip install -c constraints.txt -e '
+            '".[measure]")') in " ".join(proc.stderr.split())
 
 
 def test_a_malformed_injection_is_invalid_input():

@@ -3,6 +3,8 @@ arithmetic, then through the CLI (CONTRACT.md ``estimated_fit`` / ``headroom_byt
 
 from __future__ import annotations
 
+import dataclasses
+
 from gpusizer.memory.engines import PoolSplit
 from gpusizer.memory.fit_rule import judge_fit
 from gpusizer.memory.items import INFERENCE_PHASES, Item, MemoryEstimate
@@ -124,7 +126,7 @@ def test_a_pool_that_refuses_to_start_is_a_certain_overflow():
     assert "refuses to start" in j.reason
     items, pool = _serving(200, held=0, kv_cache_bytes=-100, weights=950, starts=False)
     j = judge(_estimate(items, lower=1150, pool=pool))
-    assert (j.state, j.certain) == ("does_not_fit", True) and "exceed the budget" in j.reason
+    assert (j.state, j.certain) == ("does_not_fit", True) and "exceed its pool budget" in j.reason
 
 
 def test_a_pool_with_an_unknown_item_is_unknown_or_does_not_fit():
@@ -168,3 +170,51 @@ def test_offers_carry_the_judgement_and_rank_on_its_headroom():
     # provisional rank: only the conditional offers estimated to fit, by total cost (CONTRACT.md)
     ranked = [(o["id"], o["provisional_rank"]) for o in doc["offers"]]
     assert ranked == [("seed-rtx-6000-ada", 1), ("seed-rtx-4090", None)]
+
+
+def test_judge_lot_makes_a_short_lot_unknown_and_keeps_a_full_one():
+    from gpusizer.memory.fit_rule import FitJudgement, judge_lot
+    j = FitJudgement("fits", False, 80 * 2**30, 4 * 2**30, 10 * 2**30, "fits")
+    assert judge_lot(j, cards=8, gpus=8) is j
+    short = judge_lot(j, cards=4, gpus=8)
+    assert (short.state, short.headroom_bytes, short.device_bytes) == ("unknown", None, 80 * 2**30)
+    assert short.reason.startswith("the lot has 4 cards; the placement needs 8")
+
+
+def test_vllm_says_its_own_reason_for_not_starting():
+    # 16 GiB total at utilization 0.9: budget 14.40 GiB; weights 12 + activation 1 + non-torch
+    # 0.5 GiB leave 0.90 GiB = 100 blocks of 16 tokens = 1600 KV tokens < one sequence of 2048
+    from gpusizer.memory.engines.vllm import VLLM
+    gib = 2**30
+    pool = PoolSplit(engine="vllm", total_bytes=16 * gib, total_source="hand-made",
+                     budget_bytes=int(14.4 * gib), weights_bytes=12 * gib,
+                     activation_bytes=gib, non_torch_bytes=gib // 2,
+                     kv_cache_bytes=int(0.9 * gib), block_bytes=int(0.009 * gib), kv_blocks=100,
+                     kv_tokens=1600, max_concurrency=0.78, starts=False, sequences_held=0,
+                     tokens_per_sequence=2048)
+    c = VLLM.pool_condition(pool)
+    assert (c.starts, c.reason) == (False, (
+        "vLLM: the pool budget 14.40 GiB (0.90 × total 16.00 GiB) − weights 12.00 GiB − "
+        "activation 1.00 GiB − non-torch 0.50 GiB leaves 1600 KV tokens < one sequence of 2048 "
+        "tokens: vLLM refuses to start"))
+    heavy = dataclasses.replace(pool, weights_bytes=15 * gib)
+    assert VLLM.pool_condition(heavy).reason == (
+        "vLLM: weights 15.00 GiB exceed its pool budget 14.40 GiB (0.90 × total 16.00 GiB): "
+        "vLLM refuses to start")
+
+
+def test_fit_on_a_card_too_small_for_vllm_says_the_engines_reason():
+    # Qwen2.5-7B-Instruct bf16 under vLLM on a T4: weights 15 239 621 632 B = 14.19 GiB exceed
+    # 0.9 × the CUDA-visible 15 837 691 904 B = 14 253 922 713 B = 13.27 GiB
+    from gpusizer.catalog.cards import resolve_card
+    from gpusizer.pipeline.fitting import run_fit
+    from gpusizer.sheet import parse_sheet
+    sheet = parse_sheet({"model": {"id": "Qwen/Qwen2.5-7B-Instruct"}, "task": "inference",
+                         "weights": "bf16", "inference": {"engine": "vllm", "prompt_tokens": 2048,
+                                                          "new_tokens": 512, "concurrency": 1}})
+    answer = run_fit(sheet, resolve_card("T4").card)
+    note = answer.notes[-1]
+    assert note == ("not even one sequence of the required length fits; at concurrency 1: vLLM: "
+                    "weights 14.19 GiB exceed its pool budget 13.27 GiB (0.90 × total 14.75 GiB):"
+                    " vLLM refuses to start")
+    assert not any(n.startswith("null") for n in answer.notes)

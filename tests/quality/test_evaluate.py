@@ -160,7 +160,8 @@ def test_missing_extra_exits_1_naming_the_install(tmp_path, tiny_model):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO_ROOT, timeout=120)
     assert proc.returncode == 1, proc.stderr
-    assert "pip install gpusizer[quality]" in proc.stderr
+    assert ('pip install "gpusizer[quality]" (from a checkout: pip install -c constraints.txt '
+            '-e ".[quality]")') in " ".join(proc.stderr.split())
 
 
 def test_exact_match_counts_greedy_continuations(tmp_path, tiny_model):

@@ -19,6 +19,7 @@ from gpusizer.report.offer_words import state_class
 from gpusizer.report.json_report import plan_document
 from gpusizer.report.markdown import fit_row, render_markdown
 from gpusizer.report.offer_words import View
+from gpusizer.report.page_one import answer_lines
 from gpusizer.report.terminal import column_widths, print_terminal
 from gpusizer.sheet import load_sheet, parse_sheet
 
@@ -89,10 +90,10 @@ def test_readme_page_one_fits_sixty_lines_of_at_most_120_characters(readme_doc):
                  "## Measurement conditions", "no measurement"):
         assert what in text, what
     # the shortlist: verdict, estimated fit, headroom, USD, open conditions
-    assert ("| seed-rtx-6000-ada | RTX 6000 Ada × 1 | 55.71 | conditional (p1) | fits | 17.22 | - |"
-            in lines)
-    assert ("| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 | - |"
-            in lines)
+    assert ("| seed-rtx-6000-ada | RTX 6000 Ada × 1 | 55.71 | conditional (p1) | fits | 17.22 "
+            "| the 6 below |" in lines)
+    assert ("| seed-rtx-4090 | RTX 4090 × 1 | 47.14 | conditional | does not fit | -5.58 "
+            "| the 6 below |" in lines)
     # a condition both offers share is said once on page one, per offer under Details
     assert text.count("run the workload on this card at prompt_tokens=7168") == 1
     details = md.split("\n## Details\n")[1]
@@ -152,7 +153,20 @@ def test_an_answer_that_none_fits_says_why(tmp_path):
     answer = page_one(render_markdown(_doc(catalogs=[catalog])))[2:4]
     assert " ".join(x.strip() for x in answer).strip() == (
         "- Answer: no offer is estimated to fit: 1 cannot tell (the card is not in the card "
-        "table); 1 is excluded (on memory).")
+        "table); 1 is estimated not to fit and excluded on memory (t4-a: weights and KV cache = "
+        "22.96 GiB per GPU exceed the …).")
+
+
+def test_an_answer_with_every_offer_fitting_but_excluded_says_so():
+    # the README example on the H200 lots: every offer's estimated fit is "fits" (104.99 GiB
+    # headroom on an H200), all three are excluded on budget (max 100 USD; the cheapest lot is
+    # 12.5 USD/h × 24 h × 3 days = 900 USD)
+    doc = _doc(catalogs=[H200_LOTS])
+    assert [o["estimated_fit"] for o in doc["offers"]] == ["fits"] * 3
+    answer = " ".join(answer_lines(doc))
+    assert answer == ("Answer: no offer can be rented as is: all 3 are estimated to fit but "
+                      "excluded on budget (example-4xh200: total 900.00 USD > max 100.00 USD).")
+    assert "no offer is estimated to fit" not in answer
 
 
 def test_a_serving_engine_says_its_pool_headroom():
@@ -283,3 +297,74 @@ def test_the_finding_that_hung_plan_now_ends():
              "34.01", "exclude: distribution; budget"]
     row = fit_row(cells, 120)
     assert len(row) <= 120 and row.count("…") >= 1
+
+
+def test_a_lot_shorter_than_the_placement_has_an_unknown_fit():
+    # DeepSeek-V3 on 8 GPUs (placement.gpus 8): the 4-card H200 lot's per-GPU figures would be
+    # those of 8 GPUs, so its fit is unknown, with no headroom and no provisional rank; the two
+    # 8-card lots keep theirs
+    doc = _doc(EXAMPLES / "deepseek-v3-8xh200-vllm.yaml", catalogs=[H200_LOTS])
+    by = {o["id"]: o for o in doc["offers"]}
+    short = by["example-4xh200"]
+    assert (short["cards"], short["estimated_fit"], short["headroom_bytes"],
+            short["provisional_rank"]) == (4, "unknown", None, None)
+    assert "estimated: unknown (the lot has 4 cards; the placement needs 8)" in \
+        render_markdown(doc)
+    assert by["example-8xh200-nvlink"]["estimated_fit"] == "fits"
+    assert by["example-8xh200-nvlink"]["provisional_rank"] == 1
+
+
+def test_a_one_card_lot_for_two_gpus_is_not_said_to_fit(tmp_path):
+    # a full fine-tune on 2 A100 (fsdp) offered a 1-card lot: excluded on distribution, its fit
+    # unknown (not "fits", whatever the per-GPU figures of 2 GPUs say)
+    catalog = tmp_path / "one.yaml"
+    catalog.write_text("- {id: one-a100, provider: p, card: A100-SXM4-80GB, cards: 1, days: 1,"
+                       " total_usd: 10}\n")
+    doc = _doc(EXAMPLES / "validation/fms-mistral7b-fullft-fp16-2xa100-bs2.yaml",
+               catalogs=[catalog])
+    assert doc["offers"][0]["estimated_fit"] == "unknown"
+    assert " ".join(answer_lines(doc)) == (
+        "Answer: no offer is estimated to fit: the only offer is of unknown fit and excluded on "
+        "distribution (one-a100: the lot has 1 card; the placement needs 2).")
+
+
+def test_open_conditions_never_say_dash_while_conditions_are_open(readme_doc, tmp_path):
+    # both README offers leave the same six criteria to confirm: said once below the table, and
+    # the column says how many instead of "-"
+    lines = page_one(render_markdown(readme_doc))
+    rows = [x for x in lines if x.startswith("| seed-")]
+    assert [r.rsplit("|", 2)[1].strip() for r in rows] == ["the 6 below", "the 6 below"]
+    doc = _doc(EXAMPLES / "deepseek-v3-8xh200-vllm.yaml", catalogs=[H200_LOTS])
+    row = next(x for x in page_one(render_markdown(doc)) if x.startswith("| example-8xh200"))
+    assert row.rsplit("|", 2)[1].strip() == "memory, distribution; 4 more below"
+
+
+def test_one_offer_is_shown_as_the_1_offer(tmp_path):
+    catalog = tmp_path / "one.yaml"
+    catalog.write_text("- {id: t4-a, provider: p, card: T4, cards: 1, days: 3, total_usd: 10}\n")
+    md = render_markdown(_doc(catalogs=[catalog]))
+    assert "showing the 1 offer, sorted by" in md and "all 1 offers" not in md
+
+
+@pytest.mark.parametrize(("sheet", "catalogs"), [(README_SHEET, None),
+                                                 (EXAMPLES / "deepseek-v3-8xh200-vllm.yaml",
+                                                  [H200_LOTS])])
+def test_the_terminal_summary_breaks_no_word_or_number_at_80_columns(sheet, catalogs):
+    from rich.console import Console
+
+    doc = _doc(sheet, catalogs)
+    console = Console(width=80, record=True, file=io.StringIO())
+    print_terminal(doc, file=console.file, width=80)
+    text = console.file.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    table = [line for line in text.splitlines() if line.startswith(("│", "┃"))]
+    tokens = {t for line in table for cell in line.strip("│┃").split("│" if "│" in line else "┃")
+              for t in cell.split()}
+    for o in doc["offers"]:   # every id, card word, price, verdict and headroom whole
+        words = [o["id"], *(o["canonical_card"] or o["card"]).split(), f"{o['total_usd']:.2f}",
+                 o["verdict"]]
+        if o["headroom_bytes"] is not None:
+            words.append(f"{o['headroom_bytes'] / 2**30:.2f}")
+        for word in words:
+            assert word in tokens, word
+    assert not {"condition", "al", "RT", "55."} & tokens

@@ -15,8 +15,8 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       field_validator, model_validator)
 
 from ..bounds import (MAX_COUNT, MAX_DAYS, MAX_USD, NumberProblem, check_number,
-                      number_from_text)
-from ..errors import CatalogError, SheetError
+                      first_unsafe_text, number_from_text)
+from ..errors import CatalogError, SheetError, shown
 from ..units import parse_bytes
 from .row_errors import catalog_error_from
 from .types import Offer
@@ -176,12 +176,18 @@ def offer_from_mapping(mapping: object, *, file: str, row_number: int,
         document: fallback ``document`` when the row names none (e.g. the file name).
 
     Raises:
-        CatalogError: not a mapping, unknown key, bad value; names file, row, field and value.
+        CatalogError: not a mapping, unknown key, bad value, a control or bidi character in a
+            text (``gpusizer.bounds.unsafe_character``); names file, row, field and value.
     """
     where = f"row {row_number}"
     if not isinstance(mapping, dict):
         raise CatalogError(f"expected a mapping of {', '.join(CONTRACT_KEYS)}, "
                            f"got {type(mapping).__name__} {mapping!r}", field=where, file=file)
+    unsafe = first_unsafe_text(mapping)
+    if unsafe is not None:  # an ANSI escape, a newline or a bidi override in a text field
+        raise CatalogError(f"{unsafe[1]} in {shown(unsafe[2])}: text may not "
+                           "hold control or bidi characters", field=f"{where}.{unsafe[0]}",
+                           file=file)
     try:
         row = OfferRow.model_validate(mapping)
     except ValidationError as exc:

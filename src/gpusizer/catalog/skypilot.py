@@ -30,7 +30,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Callable
 
-from ..bounds import MAX_BYTES, MAX_COUNT, MAX_USD, NumberProblem, number_from_text
+from ..bounds import (MAX_BYTES, MAX_COUNT, MAX_USD, NumberProblem, first_unsafe_text,
+                      number_from_text)
 from ..errors import CatalogError
 from ..input_files import read_input
 from ..units import GiB, MiB, fmt_bytes
@@ -261,6 +262,12 @@ class _Reader:
 
     def row(self, number: int, cells: dict[str, str]) -> None:
         instance_type = cells.get("InstanceType", "")
+        unsafe = first_unsafe_text(cells)
+        if unsafe is not None:  # an ANSI escape or a bidi override: never shown (bounds)
+            self.skipped.append(SkippedRow(number, f"{unsafe[0]}: {unsafe[1]} (text may not "
+                                           "hold control or bidi characters)",
+                                           ascii(instance_type)[1:-1][:60]))
+            return
         accelerator = cells.get("AcceleratorName", "")
         if not accelerator:
             self.skipped.append(SkippedRow(number, "no accelerator (CPU-only instance)",

@@ -160,6 +160,19 @@ class FitCache:
         return self._fits[key]
 
 
+_SPELLED_AN = frozenset("AEFHILMNORSX")
+"""Initials said with a vowel sound when spelled out: an A100, an H200, an RTX 5090, an L4."""
+
+
+def _article(name: str) -> str:
+    """``a`` or ``an`` before a card name: by its spelled initial for an acronym or model
+    number (``RTX``, ``H100``, ``T4``), by its first letter for a word (``a Radeon``)."""
+    spelled = len(name) > 1 and (name[1].isupper() or name[1].isdigit())
+    first = name[:1].upper()
+    vowel = first in _SPELLED_AN if spelled else first in "AEIOU"
+    return "an" if vowel else "a"
+
+
 def _alt(change: str, summary: str, sheet_changes: dict, card: Card, fit: Fit,
          risks: dict[str, str], **kw) -> Alternative:
     est = fit.estimate
@@ -199,8 +212,9 @@ def _bigger_card(sheet, facts, d: OfferDecision, decisions, runs: str, check: Fi
         if c.device_bytes.status != "confirmed":
             risks["coverage"] += ("; the card's device bytes are to confirm "
                                   f"({c.device_bytes.source})")
-        return _alt("bigger_card", f"a {c.name} ({fmt_bytes(int(c.device_bytes.value))}) instead "
-                    f"of the {d.card.name}", {}, c, fit, risks, offers=offers), None
+        return _alt("bigger_card", f"{_article(c.name)} {c.name} "
+                    f"({fmt_bytes(int(c.device_bytes.value))}) instead of the {d.card.name}",
+                    {}, c, fit, risks, offers=offers), None
     if last is None:
         return None, f"no card in the card table is larger than the {d.card.name}"
     return None, (f"no single card in the card table fits; the largest, {last[0].name}: "

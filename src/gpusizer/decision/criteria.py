@@ -15,7 +15,7 @@ from ..catalog.types import Card, Offer
 from ..evidence import EvidenceDoc, EvidenceSet
 from ..memory.engines import engine_of
 from .unknown_card import UnknownCardFit
-from ..memory.fit_rule import FitJudgement, judge_on_card
+from ..memory.fit_rule import FitJudgement, judge_on_card, lot_words
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -493,8 +493,7 @@ def distribution(ctx: OfferContext) -> Criterion:
     o, s = ctx.offer, ctx.sheet
     need_gpus = s.placement.gpus
     if o.cards < need_gpus:
-        return Criterion("exclude", f"the lot has {o.cards} card(s); the placement needs "
-                         f"{need_gpus}", None, (_offer_doc(ctx),))
+        return Criterion("exclude", lot_words(o.cards, need_gpus), None, (_offer_doc(ctx),))
     missing, excl = [], []
     if need_gpus > 1:
         ok = [d for d in ctx.evidence.of_kind("placement") if _in_card_scope(d, ctx)]

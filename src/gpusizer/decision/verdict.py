@@ -28,7 +28,8 @@ Verdict = Literal["selected", "conditional", "excluded"]
 @dataclass
 class OfferDecision:
     """One offer's six criteria, verdict and rank; ``fit`` is the fit rule's judgement of its
-    per-card estimate (None when the card or the estimate is unknown)."""
+    per-card estimate (None when the card or the estimate is unknown; ``unknown`` for a lot with
+    fewer cards than the placement, ``memory.fit_rule.judge_lot``)."""
 
     offer: Offer
     card: Card | None

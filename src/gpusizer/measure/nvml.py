@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import install_line
+
 __all__ = ["Reading", "Nvml", "open_nvml", "nvml_index"]
 
 
@@ -122,7 +124,7 @@ def open_nvml(module: Any | None = None) -> Nvml:
         try:
             import pynvml as module  # nvidia-ml-py
         except ImportError:
-            return Nvml(None, "nvidia-ml-py is not installed (pip install gpusizer[measure])")
+            return Nvml(None, f"nvidia-ml-py is not installed ({install_line('measure')})")
     try:
         module.nvmlInit()
     except Exception as exc:

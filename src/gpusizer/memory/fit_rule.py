@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..catalog.types import Card
     from ..sheet import Margin
 
-__all__ = ["FitState", "FitJudgement", "judge_fit", "judge_on_card"]
+__all__ = ["FitState", "FitJudgement", "judge_fit", "judge_on_card", "judge_lot", "lot_words"]
 
 FitState = Literal["fits", "does_not_fit", "unknown"]
 
@@ -144,3 +144,23 @@ def judge_on_card(estimate: MemoryEstimate, card: Card, margin: Margin) -> FitJu
         raise TypeError(f"card {card.name} has no known device bytes to judge a fit against")
     device = int(card.device_bytes.value)
     return judge_fit(estimate, device_bytes=device, margin_bytes=margin.of(device))
+
+
+def lot_words(cards: int, gpus: int) -> str:
+    """``the lot has 4 cards; the placement needs 8`` (why a short lot's fit is unknown)."""
+    return f"the lot has {cards} card{'' if cards == 1 else 's'}; the placement needs {gpus}"
+
+
+def judge_lot(judgement: FitJudgement, *, cards: int, gpus: int) -> FitJudgement:
+    """A per-GPU judgement applied to a lot of ``cards`` cards for a placement of ``gpus``.
+
+    The per-GPU figures are those of a ``gpus``-GPU placement; on fewer cards the workload is
+    split otherwise and nothing is known of its per-GPU memory, so the fit is ``unknown``
+    (CONTRACT.md: an item it needs is unknown; docs/contract-extensions.md) with no headroom.
+    A lot with at least ``gpus`` cards keeps ``judgement``.
+    """
+    if cards >= gpus:
+        return judgement
+    return FitJudgement("unknown", False, judgement.device_bytes, judgement.margin_bytes, None,
+                        lot_words(cards, gpus) + " (the per-GPU figures are those of "
+                        f"{gpus} GPUs)", judgement.unknown_items)

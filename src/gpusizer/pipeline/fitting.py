@@ -136,10 +136,10 @@ def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnsw
     answers = {v.question: v.largest for v in limits.values()}
     notes = [f"search bounded by the context window {window} tokens and 65536 sequences"]
     if conc is None:
-        notes.append("null: not even one sequence of the required length fits; "
+        notes.append("not even one sequence of the required length fits; "
                      + _why(with_inf(concurrency=1), facts, card, device, "concurrency 1"))
     elif prompt is None:
-        notes.append("null: not even a one-token prompt fits at this concurrency; "
+        notes.append("not even a one-token prompt fits at this concurrency; "
                      + _why(with_inf(prompt_tokens=1), facts, card, device, "a 1-token prompt"))
     return _answer(sheet, card, device, answers, notes, unknown, limits)
 
@@ -183,10 +183,10 @@ def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswe
              "to keep tokens per update when the microbatch shrinks, raise "
              "gradient_accumulation by the same factor (R12)"]
     if mb is None:
-        notes.append("null: not even a microbatch of one sequence of the required length fits; "
+        notes.append("not even a microbatch of one sequence of the required length fits; "
                      + _why(with_tr(microbatch=1), facts, card, device, "microbatch 1"))
     elif seq is None:
-        notes.append("null: not even one token per sequence fits at this microbatch; "
+        notes.append("not even one token per sequence fits at this microbatch; "
                      + _why(with_tr(sequence_length=1), facts, card, device, "1 token"))
     return _answer(sheet, card, device, answers, notes, unknown, limits)
 
@@ -246,12 +246,16 @@ def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[st
 
 
 def _why(smallest: Sheet, facts, card: Card, device: int, what: str) -> str:
-    """Why the smallest dimension does not fit, in figures."""
+    """Why the smallest dimension does not fit, in figures: for a serving engine that takes
+    its pool at start, the engine's own reason (budget vs weights + activation + non-torch, or
+    KV tokens vs one sequence); else the device peak + margin vs the device."""
     from ..units import fmt_bytes
     try:
         est = estimate_memory(smallest, facts, card=card)
     except SheetError as exc:
         return f"at {what}: {exc.reason}"
+    if est.pool is not None:  # a serving engine's own start-up rule decides (memory.engines)
+        return f"at {what}: " + judge_on_card(est, card, smallest.margin).reason
     peak = est.device_peak_bytes
     shown = (f"the estimated device peak is {fmt_bytes(peak)}" if peak is not None else
              f"the known part of the peak is {fmt_bytes(max(p.known_bytes for p in est.phases))}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import HubError, MeasureExtraMissingError
+from ..errors import HubError, MeasureExtraMissingError, install_line
 from ..sheet import Sheet
 
 if TYPE_CHECKING:
@@ -45,6 +45,6 @@ def measure(sheet: Sheet, out: str | Path, *, random_weights: bool,
         from ..measure.run import run_measurement
     except ImportError as exc:
         raise MeasureExtraMissingError(f"the measure extra is not installed ({exc.name or exc} "
-                                       "is missing): pip install gpusizer[measure]") from None
+                                       f"is missing): {install_line('measure')}") from None
     return run_measurement(sheet, out, random_weights=random_weights, base_dir=base_dir,
                            provider=provider, image=image, offer_id=offer_id, device=device)

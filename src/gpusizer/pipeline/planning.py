@@ -18,7 +18,7 @@ from ..decision.verdict import OfferDecision, rank_offers
 from ..evidence import EvidenceSet, citation_key, select_evidence
 from ..memory.checkpoint import checkpoint_bytes
 from ..memory.estimate import estimate_memory
-from ..memory.fit_rule import FitJudgement, judge_on_card
+from ..memory.fit_rule import FitJudgement, judge_lot, judge_on_card
 from ..memory.items import MemoryEstimate
 from ..sheet import Sheet, quality_criteria, quality_sha256, required_dimensions, sheet_sha256
 from .inputs import PlanInputs, load_plan_inputs
@@ -135,10 +135,13 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
         crit = {}
         for name, fn in CRITERIA.items():
             crit[name] = budget(ctx, today) if fn is budget else fn(ctx)
+        fit = fits[link] if card_est is not None else None
+        if offer.cards < sheet.placement.gpus:  # a short lot: its fit is unknown (fit_rule)
+            base = fit or (unknown.judgement if unknown is not None else None)
+            fit = None if base is None else judge_lot(base, cards=offer.cards,
+                                                      gpus=sheet.placement.gpus)
         decisions.append(OfferDecision(offer, card, crit, card_est, total, offer_days,
-                                       card_note=note,
-                                       fit=fits[link] if card_est is not None else None,
-                                       unknown_card=unknown))
+                                       card_note=note, fit=fit, unknown_card=unknown))
     rank_offers(decisions)
     cited = {citation_key(e) for d in decisions for c in d.criteria.values() for e in c.evidence}
     offers = [(d.offer, d.card) for d in decisions]

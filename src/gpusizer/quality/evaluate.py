@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingExtraError, QualityError, SampleTooLongError
+from ..errors import MissingExtraError, QualityError, SampleTooLongError, install_line
 from ..sheet import Sheet
 from .corpus import Corpus, read_corpus
 from .criteria_lock import check_lock, corpus_path, read_lock
@@ -41,7 +41,7 @@ def _torch():
         import transformers  # noqa: F401
     except ImportError as exc:
         raise MissingExtraError(f"quality runs need torch and transformers ({exc.name} is "
-                                "missing): pip install gpusizer[quality]") from None
+                                f"missing): {install_line('quality')}") from None
     import torch
     return torch
 

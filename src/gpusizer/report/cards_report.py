@@ -175,6 +175,10 @@ def card_table_document(table: CardTable) -> dict[str, Any]:
             "cards": cards, "ambiguous": ambiguous}
 
 
+LINK_CHARS = 24
+"""Characters of the NVLink cell in the card table listing (then "…")."""
+
+
 def render_card_table_markdown(doc: dict[str, Any]) -> str:
     """One row per card (memory in GiB per GPU, nvidia-smi bytes, compute capability, NVLink,
     aliases count), then each card's memory source."""
@@ -183,10 +187,15 @@ def render_card_table_markdown(doc: dict[str, Any]) -> str:
              "|---|---:|---:|---|---|---|---:|"]
     for c in doc["cards"]:
         link = "no" if not c["nvlink"] else str(c["nvlink"])
+        link = link if len(link) <= LINK_CHARS else link[:LINK_CHARS - 1].rstrip() + "…"
         lines.append(f"| {c['name']} | {c['device_bytes'] / GiB:.2f} | {c['device_bytes']} | "
-                     f"{c['compute_capability']} | {c['arch']} | {link[:24]} | "
+                     f"{c['compute_capability']} | {c['arch']} | {link} | "
                      f"{len(c['aliases'])} |")
-    lines += ["", "Device bytes: what `nvidia-smi --query-gpu=memory.total` reports (MiB × 2**20)."
+    lines += ["", *textwrap.wrap(
+        "CC: CUDA compute capability (major.minor: what the card's kernels may use, e.g. 8.0+ "
+        "for bf16 and FlashAttention 2, 8.9+ for fp8). NVLink: the link, cut at "
+        f"{LINK_CHARS} characters (`--format json` has it whole).", _WIDTH),
+              "", "Device bytes: what `nvidia-smi --query-gpu=memory.total` reports (MiB × 2**20)."
               " Sources:"]
     for c in doc["cards"]:
         lines += textwrap.wrap(f"- {c['name']} ({c['device_bytes_status']}): "

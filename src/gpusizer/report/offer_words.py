@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..memory.engines import ENGINES
+from ..memory.fit_rule import lot_words
 from ..units import fmt_gib
 
 __all__ = ["View", "SORT_KEYS", "SHORTLIST", "fit_words", "fit_state_text", "headroom_text",
@@ -75,7 +76,8 @@ def shown_offers(doc: dict[str, Any], view: View, *,
         offers.sort(key=key)  # stable: ties keep the contract's order
     top = view.top if view.top is not None else (SHORTLIST if page_one else None)
     shown = offers if top is None else offers[:top]
-    what = (f"showing all {len(offers)} offers" if len(shown) == len(offers)
+    what = ("showing the 1 offer" if len(offers) == 1 else
+            f"showing all {len(offers)} offers" if len(shown) == len(offers)
             else f"showing the top {len(shown)} of {len(offers)} offers")
     return shown, f"{what}, sorted by {label}"
 
@@ -87,8 +89,12 @@ def _pool_engine(doc: dict[str, Any], o: dict[str, Any]) -> str | None:
 
 
 def unknown_why(doc: dict[str, Any], o: dict[str, Any], *, short: bool = False) -> str:
-    """Why an offer's fit is unknown: its card is not in the card table, it has no estimate,
-    the live items of unknown size (by name), or only the weights are known (no phase)."""
+    """Why an offer's fit is unknown: its lot has fewer cards than the placement, its card is
+    not in the card table, it has no estimate, the live items of unknown size (by name), or
+    only the weights are known (no phase)."""
+    gpus = doc["sheet"]["placement"]["gpus"]
+    if o["cards"] < gpus:
+        return f"{o['cards']} of {gpus} cards" if short else lot_words(o["cards"], gpus)
     if o["canonical_card"] is None:
         return "card not in the card table" if short else "the card is not in the card table"
     if o.get("memory") is None:

@@ -14,6 +14,7 @@ A person may ask for ``--top N`` offers and ``--sort KEY`` (:class:`View`); the 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..memory.engines import ENGINES
@@ -21,9 +22,9 @@ from ..units import fmt_gib
 from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
-__all__ = ["DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines", "page_one_sections",
-           "invalidator_lines", "measurement_lines", "NO_INVALIDATOR", "NO_MEASUREMENT",
-           "details_lists"]
+__all__ = ["verdict_cell", "DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines",
+           "page_one_sections", "invalidator_lines", "measurement_lines", "NO_INVALIDATOR",
+           "NO_MEASUREMENT", "details_lists"]
 
 DETAILS_TITLE = "Details"
 """The fixed heading that ends page one (``## Details`` in Markdown)."""
@@ -33,7 +34,7 @@ LISTED = 6
 """Invalidators and measurement conditions on page one; the rest follow under Details."""
 
 
-def _verdict_cell(o: dict[str, Any]) -> str:
+def verdict_cell(o: dict[str, Any]) -> str:
     """``selected (1)``, ``conditional (p1)`` (provisional), ``conditional`` or ``excluded``."""
     if o["rank"] is not None:
         return f"{o['verdict']} ({o['rank']})"
@@ -43,13 +44,16 @@ def _verdict_cell(o: dict[str, Any]) -> str:
 
 
 def _open_cell(o: dict[str, Any], shared: dict[str, str]) -> str:
-    """The criteria left to confirm on ``o`` that not every shown offer shares (those are said
-    once below the table); for an excluded offer, the criteria that exclude it."""
+    """The criteria left to confirm on ``o``: those not every shown offer shares by name, then
+    how many shared ones are said once below the table ("the 6 below", "memory; 4 more below");
+    ``none`` when nothing is open; for an excluded offer, the criteria that exclude it."""
     if o["verdict"] == "excluded":
         return "exclude: " + ", ".join(c for c in CRITERIA
                                        if o["criteria"][c]["state"] == "exclude")
     own = [c for c in _open(o) if c not in shared]
-    return ", ".join(own) if own else ("-" if shared else "none")
+    below = [f"the {len(shared)} below" if not own else f"{len(shared)} more below"] \
+        if shared else []
+    return "; ".join([", ".join(own)] * bool(own) + below) or "none"
 
 
 def _open(o: dict[str, Any]) -> dict[str, str]:
@@ -113,7 +117,7 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
     parts = []
     for key, words in (("does_not_fit", "estimated not to fit"), ("unknown", "cannot tell"),
                        ("borderline", "{are} borderline"),
-                       ("fits", "{fit} but {are} not conditional"), ("excluded", "{are} excluded")):
+                       ("fits", "{fit} but {are} not conditional")):
         group = by_state.get(key, [])
         if not group:
             continue
@@ -126,13 +130,56 @@ def answer_lines(doc: dict[str, Any]) -> list[str]:
                          f"{fit_words(doc, closest)})")
         elif key == "unknown":
             parts.append(f"{len(group)} {words} ({unknown_why(doc, group[0])})")
-        elif key == "excluded":
-            on = sorted({c for o in group for c in CRITERIA
-                         if o["criteria"][c]["state"] == "exclude"})
-            parts.append(f"{len(group)} {words} (on {', '.join(on)})")
         else:
             parts.append(f"{len(group)} {words}")
-    return ["Answer: no offer is estimated to fit: " + "; ".join(parts) + "."]
+    if by_state.get("excluded"):
+        parts.append(_excluded_words(by_state["excluded"], every=len(offers)))
+    # an offer estimated to fit but excluded can be fitted, not rented as is (its criteria)
+    lead = ("no offer can be rented as is" if any(o["estimated_fit"] == "fits" for o in offers)
+            else "no offer is estimated to fit")
+    return [f"Answer: {lead}: " + "; ".join(parts) + "."]
+
+
+_FIT_STATE_WORDS = {"fits": "estimated to fit", "does_not_fit": "estimated not to fit",
+                    "borderline": "borderline", "unknown": "of unknown fit"}
+REASON_CHARS = 60
+"""Characters of an excluding criterion's reason quoted in the answer (then "…")."""
+
+
+def _short(text: str, chars: int = REASON_CHARS) -> str:
+    """``text`` without its byte counts in parentheses, cut at a space to at most ``chars``
+    characters, with "…" when cut."""
+    text = re.sub(r" \(\d[\d ]* B\)", "", text)  # the byte counts beside a GiB figure
+    if len(text) <= chars:
+        return text
+    return text[:chars - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + " …"
+
+
+def _excluded_words(group: list[dict[str, Any]], *, every: int) -> str:
+    """The excluded offers of the answer: how many, their estimated fits counted (an offer
+    estimated to fit may be excluded on another criterion), and each excluding criterion with
+    the reason of its first (cheapest) offer, shortened. ``every``: the offers judged."""
+    n = len(group)
+    counts: dict[str, int] = {}
+    for o in group:
+        counts[o["estimated_fit"]] = counts.get(o["estimated_fit"], 0) + 1
+    if len(counts) == 1:
+        state = _FIT_STATE_WORDS[next(iter(counts))]
+        who = ("the only offer is" if every == 1 else "1 is") if n == 1 else \
+            (f"all {n} are" if n == every else f"{n} are")
+        head = f"{who} {state} {'but' if state == _FIT_STATE_WORDS['fits'] else 'and'} excluded"
+    else:
+        head = (f"{n} are excluded (" + ", ".join(
+            f"{counts[s]} {w}" for s, w in _FIT_STATE_WORDS.items() if s in counts) + ")")
+    on = []
+    for c in CRITERIA:
+        hit = [o for o in group if o["criteria"][c]["state"] == "exclude"]
+        if not hit:
+            continue
+        count = "" if len(hit) == n else f"{len(hit)} of {n}; "
+        on.append(f"{c} ({count}{hit[0]['id']}: "
+                  f"{_short(hit[0]['criteria'][c]['reason'])})")
+    return f"{head} on " + ", ".join(on)
 
 
 def _workload_lines(doc: dict[str, Any]) -> list[str]:
@@ -208,7 +255,7 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
     conditions, what could invalidate the conclusion, measurement conditions."""
     offers, label = shown_offers(doc, view, page_one=True)
     shared = _shared(offers)
-    rows = tuple((o["id"], _card(o), _usd(o), _verdict_cell(o), fit_state_text(doc, o),
+    rows = tuple((o["id"], _card(o), _usd(o), verdict_cell(o), fit_state_text(doc, o),
                   "-" if o["headroom_bytes"] is None else fmt_gib(o["headroom_bytes"]),
                   _open_cell(o, shared)) for o in offers)
     lines = (f"{label}. A provisional rank is not a selection; prices say nothing about speed.",)

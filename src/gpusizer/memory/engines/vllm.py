@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...sheet import ENGINE_SHEET_RULES
 from ...model.facts import ModelFacts
-from ...units import fmt_bytes
+from ...units import fmt_bytes, fmt_gib
 from ..items import Item
 from ..kv_cache import KvLayout, kv_bytes, kv_layout
 from ..placement import PlacementRule
@@ -176,12 +176,17 @@ class VllmEngine(EngineBase):
         """vLLM refuses to start when the weights exceed its budget or the pool holds less than
         one sequence of ``max_model_len`` tokens; it serves the workload without queueing when
         the pool holds every required sequence at once."""
+        budget = _budget_words(pool)
         if pool.weights_bytes > pool.budget_bytes:
-            return PoolCondition(False, False, f"vLLM: weights {fmt_bytes(pool.weights_bytes)} "
-                                 f"exceed the budget {fmt_bytes(pool.budget_bytes)}")
+            return PoolCondition(False, False, f"vLLM: weights {fmt_gib(pool.weights_bytes)} GiB "
+                                 f"exceed its pool budget {budget}: vLLM refuses to start")
         if pool.starts is False:
-            return PoolCondition(False, False, f"vLLM: {pool.kv_tokens} KV tokens < one sequence "
-                                 f"of {pool.tokens_per_sequence} tokens: vLLM refuses to start")
+            used = [("weights", pool.weights_bytes), ("activation", pool.activation_bytes),
+                    ("non-torch", pool.non_torch_bytes)]
+            return PoolCondition(False, False, f"vLLM: the pool budget {budget} − " + " − ".join(
+                f"{n} {fmt_gib(b)} GiB" for n, b in used if b is not None)
+                + f" leaves {pool.kv_tokens} KV tokens < one sequence of "
+                f"{pool.tokens_per_sequence} tokens: vLLM refuses to start")
         need = pool.required_sequences
         holds = pool.sequences_held is not None and pool.sequences_held >= need
         return PoolCondition(True, holds, (
@@ -190,6 +195,13 @@ class VllmEngine(EngineBase):
             f"{pool.sequences_held} whole sequence(s) of {pool.tokens_per_sequence} tokens (max "
             f"concurrency {pool.max_concurrency}) {'>=' if holds else '<'} {need} required"
             + ("" if holds else " (the rest would queue)")))
+
+
+def _budget_words(pool: PoolSplit) -> str:
+    """``13.27 GiB (0.90 × total 14.75 GiB)``: the pool budget vLLM takes (vllm_pool)."""
+    util = pool.budget_bytes / pool.total_bytes if pool.total_bytes else 0.0
+    return (f"{fmt_gib(pool.budget_bytes)} GiB ({util:.2f} × total "
+            f"{fmt_gib(pool.total_bytes)} GiB)")
 
 
 VLLM = VllmEngine()
