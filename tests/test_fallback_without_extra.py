@@ -33,4 +33,5 @@ def test_missing_extra_is_one_line_exit_1(tmp_path, monkeypatch, command):
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1
     assert "no arithmetic for model_type 'olmo2'" in lines[0]
-    assert lines[0].endswith('pip install "gpusizer[simulate]"')
+    assert lines[0].endswith('pip install "gpusizer[simulate]" (from a checkout: '
+                             'pip install -c constraints.txt -e ".[simulate]")')

@@ -85,7 +85,8 @@ def test_missing_extra_says_what_to_install(tmp_path):
     proc = subprocess.run([sys.executable, "-c", _BLOCK_TORCH, "simulate", str(sheet)],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
     assert proc.returncode == 1
-    assert "pip install gpusizer[simulate]" in proc.stderr
+    assert 'pip install "gpusizer[simulate]" (from a checkout: pip install -c constraints.txt ' \
+        '-e ".[simulate]")' in proc.stderr
 
 
 def test_core_never_imports_torch(tmp_path):

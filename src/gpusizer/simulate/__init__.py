@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
+from ..errors import install_line
 from .errors import SimulateExtraMissing
 
 __all__ = ["require_extra", "EXTRA_MODULES"]
 
 EXTRA_MODULES = ("torch", "transformers", "peft")
-"""What ``pip install gpusizer[simulate]`` brings."""
+"""What ``pip install "gpusizer[simulate]"`` brings."""
 
 
 def require_extra(why: str | None = None) -> None:
@@ -22,8 +23,5 @@ def require_extra(why: str | None = None) -> None:
     ``why`` (what needs the simulation) opens its one line."""
     missing = [m for m in EXTRA_MODULES if find_spec(m) is None]
     if missing:
-        if why is None:
-            raise SimulateExtraMissing(
-                f"gpusizer simulate needs {', '.join(missing)}: pip install gpusizer[simulate]")
-        raise SimulateExtraMissing(f"{why}, which needs {', '.join(missing)}: "
-                                   'pip install "gpusizer[simulate]"')
+        what = "gpusizer simulate needs" if why is None else f"{why}, which needs"
+        raise SimulateExtraMissing(f"{what} {', '.join(missing)}: {install_line('simulate')}")
