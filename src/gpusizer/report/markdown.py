@@ -46,11 +46,9 @@ def fit_row(cells: list[str], width: int) -> str:
     while len(_row(cells)) > width:
         i = max(range(len(cells)), key=lambda k: len(cells[k]))
         text = cells[i]
-        keep = len(text) - (len(_row(cells)) - width) - 1
-        if len(text) <= 8 or keep < 8:
-            keep = max(len(text) - 1, 7) if len(text) > 8 else None
-            if keep is None:
-                break
+        keep = max(len(text) - (len(_row(cells)) - width) - 1, 8)
+        if len(text) <= keep + 1:  # every cell at its shortest (8 + "…"): the row stays wider
+            break
         cells[i] = text[:(keep + 1) // 2] + "…" + text[len(text) - keep // 2:]
     return _row(cells)
 

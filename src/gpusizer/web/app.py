@@ -42,7 +42,7 @@ from .limits import BodyLimit, TooLarge, read_capped
 from .schema_form import (dump_yaml, form_fields, path_fields, refused_paths, set_key,
                           sheet_from_form)
 
-__all__ = ["create_app", "serve", "LOOPBACK", "CSP"]
+__all__ = ["create_app", "serve", "BackgroundServer", "LOOPBACK", "CSP"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 """Addresses that only this machine reaches; ``serve`` warns for any other."""
@@ -420,3 +420,44 @@ def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
     print(f"gpusizer: serving on http://{'[' + host + ']' if ':' in host else host}:{port}/",
           file=sys.stderr)
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+
+
+class BackgroundServer:
+    """The web page served by uvicorn in a thread on a free loopback port, for tests, the speed
+    benchmark and the screenshots: ``with BackgroundServer() as url: …`` (``url`` ends in
+    ``/``); the server stops when the block ends.
+
+    Raises:
+        RuntimeError: the server did not start within 20 s.
+    """
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.url = ""
+        self._server: Any = None
+        self._thread: Any = None
+
+    def __enter__(self) -> str:
+        import socket
+        import threading
+
+        import uvicorn
+        with socket.socket() as s:
+            s.bind((self.host, 0))
+            port = s.getsockname()[1]
+        config = uvicorn.Config(create_app(), host=self.host, port=port, log_level="warning",
+                                lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the web page's server did not start")
+            time.sleep(0.02)
+        self.url = f"http://{self.host}:{port}/"
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)

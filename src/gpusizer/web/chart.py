@@ -44,7 +44,7 @@ class Segment:
 
     @property
     def label(self) -> str:
-        return f"{self.item} {fmt_gib(self.bytes)}"
+        return f"{self.item} {fmt_gib(self.bytes)} GiB"
 
     @property
     def labelled(self) -> bool:
@@ -61,7 +61,7 @@ class Bar:
 
     @property
     def label(self) -> str:
-        return f"{self.phase} {fmt_gib(self.total)}"
+        return f"{self.phase} {fmt_gib(self.total)} GiB"
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,12 @@ class Chart:
 
     @property
     def device_label(self) -> str:
-        return f"device {fmt_gib(self.device_bytes)} ({self.offer})"
+        return f"device {fmt_gib(self.device_bytes)} GiB ({self.offer})"
 
     @property
     def margin_label(self) -> str:
         return (f"device − margin {fmt_gib((self.device_bytes or 0) - (self.margin_bytes or 0))}"
-                f" (margin {fmt_gib(self.margin_bytes)})")
+                f" GiB (margin {fmt_gib(self.margin_bytes)} GiB)")
 
 
 def phase_chart(doc: dict[str, Any], offer: dict[str, Any] | None,
@@ -121,17 +121,16 @@ def phase_chart(doc: dict[str, Any], offer: dict[str, Any] | None,
     """
     memory = doc["memory"]
     sizes = {i["name"]: int(i["bytes"]) for i in memory["items"] if i.get("bytes") is not None}
-    order = [i["name"] for i in memory["items"]]
+    phases = memory["phases"]
+    order = list(dict.fromkeys(n for p in phases for n in p["items"] if sizes.get(n)))
     patterns = {name: PATTERNS[k % len(PATTERNS)] for k, name in enumerate(order)}
     device = None if offer is None else offer.get("device_bytes")
-    phases = memory["phases"]
     totals = [sum(sizes.get(n, 0) for n in p["items"]) for p in phases]
     top = int(max(totals + [device or 0, 1]) * 1.1)
     chart = Chart(offer=None if offer is None else offer["id"], device_bytes=device,
                   margin_bytes=margin_bytes if device is not None else None, top_bytes=top,
                   bars=(), legend=(), gpus=int(memory.get("gpus", 1)))
     bars = []
-    drawn: list[str] = []
     for k, (p, total) in enumerate(zip(phases, totals)):
         lo = 0
         segs = []
@@ -142,10 +141,8 @@ def phase_chart(doc: dict[str, Any], offer: dict[str, Any] | None,
             y_hi, y_lo = chart.y(lo + n), chart.y(lo)
             segs.append(Segment(name, n, lo, patterns[name], y_hi, y_lo - y_hi))
             lo += n
-            if name not in drawn:
-                drawn.append(name)
         bars.append(Bar(p["name"], LEFT + k * (BAR_WIDTH + GAP), total, tuple(segs),
                         tuple(p.get("unknown_items") or ())))
     return Chart(**{**chart.__dict__, "bars": tuple(bars),
-                    "legend": tuple((n, patterns[n]) for n in drawn),
+                    "legend": tuple((n, patterns[n]) for n in order),
                     "width": LEFT + len(bars) * (BAR_WIDTH + GAP) + 260})

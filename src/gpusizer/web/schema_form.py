@@ -238,7 +238,7 @@ def sheet_from_form(fields: tuple[FormField, ...], data: Mapping[str, str]) -> d
                 out[f.key] = value
         else:
             text = str(data.get(f.name, "")).strip()
-            if not text:
+            if not text or text == f.default_text:
                 continue
             value = _parsed(f, text)
             if _differs(f, value):
