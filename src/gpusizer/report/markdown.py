@@ -41,14 +41,15 @@ def _row(cells: list[str]) -> str:
 
 def fit_row(cells: list[str], width: int) -> str:
     """A table row of (escaped) ``cells`` within ``width`` characters: the longest cell loses
-    its middle to ``…`` until the row fits (each cell keeps at least 8 characters)."""
+    its middle to ``…`` until the row fits, each cell keeping at least 8 characters (a row of
+    cells that short stays as it is). Every step shortens a cell, so it always ends."""
     cells = list(cells)
     while len(_row(cells)) > width:
         i = max(range(len(cells)), key=lambda k: len(cells[k]))
         text = cells[i]
-        keep = max(len(text) - (len(_row(cells)) - width) - 1, 8)
-        if len(text) <= keep + 1:  # every cell at its shortest (8 + "…"): the row stays wider
+        if len(text) <= 8:
             break
+        keep = max(len(text) - (len(_row(cells)) - width) - 1, 7)  # characters besides "…"
         cells[i] = text[:(keep + 1) // 2] + "…" + text[len(text) - keep // 2:]
     return _row(cells)
 
