@@ -559,6 +559,23 @@ def models(format: Annotated[MemFmt, typer.Option("--format", help="md | json")]
 
 
 @app.command()
+def serve(host: Annotated[str, typer.Option(
+              help="Address to listen on; another than the loopback is warned about")]
+          = "127.0.0.1",
+          port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8765) -> None:
+    """The local web page: the sheet form, the plan, the offers and the cards in a browser
+    (needs the web extra)."""
+    import importlib.util
+    if any(importlib.util.find_spec(m) is None for m in ("fastapi", "jinja2", "uvicorn",
+                                                          "multipart")):
+        typer.echo('error: gpusizer serve needs the web extra: pip install "gpusizer[web]"',
+                   err=True)
+        raise typer.Exit(1)
+    from .web.app import serve as run_server
+    run_server(host=host, port=port)
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     from . import __version__

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import re
-import shutil
 
 import pytest
 
@@ -16,28 +15,11 @@ from gpusizer.report.html import render_html
 from gpusizer.report.json_report import plan_document
 from gpusizer.sheet import load_sheet
 
+from ..browser import browser_or_skip
 from ..conftest import EXAMPLES
 
 A4_INCHES = (8.27, 11.69)  # 210 × 297 mm (ISO 216) / 25.4 mm per inch
 WIDTH_PX = 1280
-
-
-def _browser_or_skip():
-    webdriver = pytest.importorskip("selenium.webdriver",
-                                    reason="selenium not installed (pip install -e '.[test]')")
-    binary = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)),
-                  None)
-    driver = shutil.which("chromedriver")
-    if binary is None or driver is None:
-        pytest.skip("chromium or chromedriver not found: apt-get install chromium "
-                    "chromium-driver (.ci/run does)")
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={WIDTH_PX},1000"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver), options=options)
 
 
 def _pdf_pages(browser) -> int:
@@ -50,7 +32,7 @@ def _pdf_pages(browser) -> int:
 
 @pytest.fixture(scope="module")
 def browser():
-    b = _browser_or_skip()
+    b = browser_or_skip(WIDTH_PX)
     yield b
     b.quit()
 

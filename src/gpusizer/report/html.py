@@ -19,7 +19,7 @@ from .offer_words import View, state_class
 from .page_one import DETAILS_TITLE, answer_lines, details_lists, page_one_sections
 from .sections import Section, header_lines, memory_sections, offer_sections
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "page_one_html", "details_html", "STYLE"]
 
 _LONG = 60
 """A cell longer than this (characters) may break anywhere (a path or a formula); shorter cells
@@ -28,7 +28,7 @@ break only between words, so a column of short figures keeps its words whole."""
 _WIDE = 10
 """A table of more columns than this is set smaller (the offers' table: 17 columns)."""
 
-_STYLE = (
+STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1em auto;max-width:1240px;padding:0 1em;"
     "font-size:14px;line-height:1.35}"
     "h1{font-size:1.5em;margin:.3em 0}h2{font-size:1.15em;margin:.8em 0 .3em}"
@@ -68,13 +68,24 @@ def _body(doc: dict[str, Any], view: View) -> str:
     if "sheet_sha256" not in doc:
         return ("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in header_lines(doc))
                 + "</ul>" + "\n".join(_section(s) for s in memory_sections(doc)))
+    return page_one_html(doc, view) + details_html(doc, view)
+
+
+def page_one_html(doc: dict[str, Any], view: View = View()) -> str:
+    """A plan's page one as ``<section id="page-one">`` (the answer first), every value
+    escaped: what :func:`render_html` puts first, for a page that embeds it (``gpusizer
+    serve``)."""
     page_one = ('<ul class="answer">'
                 + "".join(f"<li>{html.escape(x)}</li>" for x in answer_lines(doc)) + "</ul>"
                 + "\n".join(_section(s) for s in page_one_sections(doc, view)))
+    return f'<section id="page-one">{page_one}</section>'
+
+
+def details_html(doc: dict[str, Any], view: View = View()) -> str:
+    """A plan's Details as ``<section id="details">`` (memory items, every offer, lists)."""
     details = "\n".join(_section(s, "h3") for s in memory_sections(doc)
                         + offer_sections(doc, view) + details_lists(doc))
-    return (f'<section id="page-one">{page_one}</section>'
-            f'<section id="details"><h2>{DETAILS_TITLE}</h2>{details}</section>')
+    return f'<section id="details"><h2>{DETAILS_TITLE}</h2>{details}</section>'
 
 
 def render_html(doc: dict[str, Any], view: View = View()) -> str:
@@ -87,7 +98,7 @@ def render_html(doc: dict[str, Any], view: View = View()) -> str:
             .replace("&", "\\u0026"))
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{title}</title><style>{_STYLE}</style></head><body>"
+            f"<title>{title}</title><style>{STYLE}</style></head><body>"
             f"<h1>{title}</h1>" + _body(doc, view)
             + f"<script type=\"application/json\" id=\"gpusizer-json\">{data}</script>"
             "</body></html>\n")
