@@ -313,3 +313,14 @@ def test_serve_defaults(monkeypatch):
     monkeypatch.setattr(web_app, "serve", lambda **kw: seen.update(kw))
     assert CliRunner().invoke(app, ["serve"]).exit_code == 0
     assert seen == {"host": "127.0.0.1", "port": 8765}
+
+
+def test_a_large_upload_is_never_spooled_outside_the_requests_folder():
+    # Starlette writes a file part past spool_max_size (1 MiB by default) to an unlinked file of
+    # the system's temporary folder; the app keeps parts in memory up to its body cap instead
+    from starlette.formparsers import MultiPartParser
+
+    from gpusizer.web.app import create_app
+    from gpusizer.web.limits import BODY_CAP
+    create_app()
+    assert MultiPartParser.spool_max_size == BODY_CAP > 64 << 20  # a whole catalog fits

@@ -29,6 +29,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.formparsers import MultiPartParser
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
@@ -38,7 +39,7 @@ from ..errors import (ArgumentError, CatalogError, EvidenceError, GpusizerError,
 from ..input_files import SIZE_CAPS, parse_json
 from ..yaml_reader import YamlProblem, decode_text, parse_yaml
 from .chart import PATTERNS, phase_chart
-from .limits import BodyLimit, TooLarge, read_capped
+from .limits import BODY_CAP, BodyLimit, TooLarge, read_capped
 from .schema_form import (dump_yaml, form_fields, path_fields, refused_paths, set_key,
                           sheet_from_form)
 
@@ -231,6 +232,12 @@ class Offer:
     fit: str
     rank: str
     margin_bytes: int
+
+
+# Starlette spools a form's file part to an (unlinked) file of the system's temporary folder past
+# 1 MiB; held in memory up to the body cap instead, an upload is only ever written into the
+# request's own temporary folder (issue 18 point 5). The body cap bounds that memory.
+MultiPartParser.spool_max_size = BODY_CAP
 
 
 def create_app() -> FastAPI:
