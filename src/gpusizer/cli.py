@@ -568,8 +568,8 @@ def serve(host: Annotated[str, typer.Option(
     import importlib.util
     if any(importlib.util.find_spec(m) is None for m in ("fastapi", "jinja2", "uvicorn",
                                                           "multipart")):
-        typer.echo('error: gpusizer serve needs the web extra: pip install "gpusizer[web]"',
-                   err=True)
+        from .errors import install_line
+        typer.echo(f"error: gpusizer serve needs the web extra: {install_line('web')}", err=True)
         raise typer.Exit(1)
     from .web.app import serve as run_server
     run_server(host=host, port=port)

@@ -286,7 +286,8 @@ def test_serve_without_the_extra_names_the_pip_command(monkeypatch):
     r = CliRunner().invoke(app, ["serve"])
     assert r.exit_code == 1
     assert r.output.strip() == ('error: gpusizer serve needs the web extra: '
-                                'pip install "gpusizer[web]"')
+                                'pip install "gpusizer[web]" (from a checkout: '
+                                'pip install -c constraints.txt -e ".[web]")')
 
 
 @pytest.mark.parametrize(("host", "warned"), [("127.0.0.1", False), ("0.0.0.0", True)])
