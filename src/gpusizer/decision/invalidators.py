@@ -77,37 +77,32 @@ class Invalidator:
 def _longer(sheet: Sheet, facts: ModelFacts | None, est: MemoryEstimate) -> Invalidator | None:
     """The estimate at twice the required length (R15: a longer real input moves the peak)."""
     inf, tr = sheet.inference, sheet.training
-    if facts is not None and tr is not None:
+    if facts is None:
+        return None
+    if tr is not None:
         doubled = sheet.model_copy(update={"training": tr.model_copy(update={
             "sequence_length": 2 * tr.sequence_length})})
         changes: tuple[Change, ...] = (Change("training.sequence_length", tr.sequence_length,
                                               2 * tr.sequence_length),)
-        try:
-            new = estimate_memory(doubled, facts)
-        except SheetError as exc:
-            return Invalidator("longer_input_impossible",
-                               f"twice the training length ({2 * tr.sequence_length} tokens) is "
-                               f"impossible: {exc.reason}", changes=changes)
-        text = (f"twice the training length ({2 * tr.sequence_length} tokens per sequence): "
-                f"estimated device peak {fmt_bytes(new.device_peak_bytes)} per GPU "
-                f"(activations {fmt_bytes(new.item('activations').bytes)}, logits "
-                f"{fmt_bytes(new.item('logits').bytes)})")
-        return _with_peak("longer_input", text, changes, new, est)
-    if inf is None or facts is None:
+        what = f"twice the training length ({2 * tr.sequence_length} tokens"
+        shown = (("activations", "activations"), ("logits", "logits"))
+    elif inf is not None:
+        doubled = sheet.model_copy(update={"inference": inf.model_copy(update={
+            "prompt_tokens": 2 * inf.prompt_tokens, "new_tokens": 2 * inf.new_tokens})})
+        changes = (Change("inference.prompt_tokens", inf.prompt_tokens, 2 * inf.prompt_tokens),
+                   Change("inference.new_tokens", inf.new_tokens, 2 * inf.new_tokens))
+        what = f"twice the length ({2 * inf.tokens_per_sequence} tokens"
+        shown = (("KV cache", "kv_cache"),)
+    else:
         return None
-    doubled = sheet.model_copy(update={"inference": inf.model_copy(update={
-        "prompt_tokens": 2 * inf.prompt_tokens, "new_tokens": 2 * inf.new_tokens})})
-    changes = (Change("inference.prompt_tokens", inf.prompt_tokens, 2 * inf.prompt_tokens),
-               Change("inference.new_tokens", inf.new_tokens, 2 * inf.new_tokens))
     try:
         new = estimate_memory(doubled, facts)
     except SheetError as exc:
-        return Invalidator("longer_input_impossible",
-                           f"twice the length ({2 * inf.tokens_per_sequence} tokens) is "
-                           f"impossible: {exc.reason}", changes=changes)
-    text = (f"twice the length ({2 * inf.tokens_per_sequence} tokens per sequence): estimated "
-            f"device peak {fmt_bytes(new.device_peak_bytes)} per GPU (KV cache "
-            f"{fmt_bytes(new.item('kv_cache').bytes)})")
+        return Invalidator("longer_input_impossible", f"{what}) is impossible: {exc.reason}",
+                           changes=changes)
+    items = ", ".join(f"{label} {fmt_bytes(new.item(name).bytes)}" for label, name in shown)
+    text = (f"{what} per sequence): estimated device peak {fmt_bytes(new.device_peak_bytes)} "
+            f"per GPU ({items})")
     return _with_peak("longer_input", text, changes, new, est)
 
 

@@ -133,7 +133,6 @@ def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnsw
                                  inf.tokens_per_sequence, "tokens", at_prompt, sheet, facts,
                                  card),
     }
-    answers = {v.question: v.largest for v in limits.values()}
     notes = [f"search bounded by the context window {window} tokens and 65536 sequences"]
     if conc is None:
         notes.append("not even one sequence of the required length fits; "
@@ -141,7 +140,7 @@ def fit_inference(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnsw
     elif prompt is None:
         notes.append("not even a one-token prompt fits at this concurrency; "
                      + _why(with_inf(prompt_tokens=1), facts, card, device, "a 1-token prompt"))
-    return _answer(sheet, card, device, answers, notes, unknown, limits)
+    return _answer(sheet, card, device, notes, unknown, limits)
 
 
 def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswer:
@@ -177,7 +176,6 @@ def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswe
             tr.microbatch * tr.sequence_length * tr.gradient_accumulation, "tokens", at_mb,
             sheet, facts, card),
     }
-    answers = {v.question: v.largest for v in limits.values()}
     notes = [f"search bounded by the context window {window} tokens and 16384 sequences per "
              "microbatch",
              "to keep tokens per update when the microbatch shrinks, raise "
@@ -188,7 +186,7 @@ def fit_training(sheet: Sheet, facts: ModelFacts | None, card: Card) -> FitAnswe
     elif seq is None:
         notes.append("not even one token per sequence fits at this microbatch; "
                      + _why(with_tr(sequence_length=1), facts, card, device, "1 token"))
-    return _answer(sheet, card, device, answers, notes, unknown, limits)
+    return _answer(sheet, card, device, notes, unknown, limits)
 
 
 def run_fit(sheet: Sheet, card: Card, *, base_dir: Path | None = None) -> FitAnswer:
@@ -235,8 +233,10 @@ def _limit(question: str, largest: int | None, required: int, unit: str, at: She
                     _peak_on(sheet, facts, card)[0])
 
 
-def _answer(sheet: Sheet, card: Card, device: int, answers: dict, notes: list[str],
-            unknown: set[str], limits: dict[str, FitLimit]) -> FitAnswer:
+def _answer(sheet: Sheet, card: Card, device: int, notes: list[str], unknown: set[str],
+            limits: dict[str, FitLimit]) -> FitAnswer:
+    """The answer: the sentence-keyed ``answers`` (schema_version 2) derived from ``limits``."""
+    answers = {v.question: v.largest for v in limits.values()}
     notes = ["estimated peaks (arithmetic), not measured: confirm the boundary with "
              "`gpusizer measure`", *notes]
     if unknown:
