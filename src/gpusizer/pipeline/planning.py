@@ -85,6 +85,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     fallback = (SimulatedFallback(sheet, inputs.config_only, inputs.base_dir)
                 if inputs.config_only is not None else None)
     est = fallback.memory(None) if fallback else estimate_memory(sheet, facts)
+    model_facts = facts or inputs.config_only  # a family's facts, or config-only ones
     sha = sheet_sha256(sheet)
     days = sheet.budget.days if sheet.budget else None
     evidence = select_evidence(inputs.evidence, sheet_sha256=sha,
@@ -92,7 +93,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
                                quality_criteria=quality_criteria(sheet))
     if inputs.skipped_evidence:  # files of the evidence folder that are no evidence (a lock)
         evidence = EvidenceSet(evidence.docs, tuple(inputs.skipped_evidence) + evidence.ignored)
-    ckpt, ckpt_src = checkpoint_bytes(sheet, facts or inputs.config_only)
+    ckpt, ckpt_src = checkpoint_bytes(sheet, model_facts)
     required = required_dimensions(sheet)
     per_card: dict[tuple[str, str | None], MemoryEstimate] = {}
     # the fit rule's answer per card and interconnect (its estimate's)
@@ -121,13 +122,12 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
             card_est = per_card[link]
             if simulate and card.name not in simulations:
                 from ..simulate.engine import simulate_memory
-                simulations[card.name] = simulate_memory(sheet, facts or inputs.config_only,
-                                                         card=card, base_dir=inputs.base_dir)
+                simulations[card.name] = simulate_memory(sheet, model_facts, card=card,
+                                                         base_dir=inputs.base_dir)
         offer_days = offer.days if offer.days is not None else days
         total = offer_total_usd(offer, offer_days)
-        ctx = OfferContext(sheet=sheet, facts=facts or inputs.config_only, offer=offer, card=card,
-                           estimate=card_est,
-                           evidence=evidence, total_usd=total, days=offer_days,
+        ctx = OfferContext(sheet=sheet, facts=model_facts, offer=offer, card=card,
+                           estimate=card_est, evidence=evidence, total_usd=total, days=offer_days,
                            checkpoint_bytes=ckpt, card_note=note, checkpoint_source=ckpt_src,
                            required=required, unknown_card=unknown,
                            simulated=(simulations[card.name].memory
@@ -151,7 +151,7 @@ def plan(inputs: PlanInputs, *, today: dt.date | None = None,
     inval = invalidator_records(sheet, facts, est, decisions)
     files = list(inputs.catalogs)
     discrepancies = [d for f in files for d in f.discrepancies]
-    return PlanResult(sheet, sha, facts or inputs.config_only, est, decisions, files, evidence,
+    return PlanResult(sheet, sha, model_facts, est, decisions, files, evidence,
                       ckpt, ckpt_src, [i.text for i in inval], discrepancies,
                       simulations=simulations, invalidator_details=inval)
 
