@@ -194,13 +194,14 @@ def test_vllm_says_its_own_reason_for_not_starting():
                      tokens_per_sequence=2048)
     c = VLLM.pool_condition(pool)
     assert (c.starts, c.reason) == (False, (
-        "vLLM: the pool budget 14.40 GiB (0.90 × total 16.00 GiB) − weights 12.00 GiB − "
+        "vLLM: the pool budget 14.40 GiB (15 461 882 265 B) (0.90 × total 16.00 GiB) − "
+        "weights 12.00 GiB − "
         "activation 1.00 GiB − non-torch 0.50 GiB leaves 1600 KV tokens < one sequence of 2048 "
         "tokens: vLLM refuses to start"))
     heavy = dataclasses.replace(pool, weights_bytes=15 * gib)
     assert VLLM.pool_condition(heavy).reason == (
-        "vLLM: weights 15.00 GiB exceed its pool budget 14.40 GiB (0.90 × total 16.00 GiB): "
-        "vLLM refuses to start")
+        "vLLM: weights 15.00 GiB (16 106 127 360 B) exceed its pool budget 14.40 GiB "
+        "(15 461 882 265 B) (0.90 × total 16.00 GiB): vLLM refuses to start")
 
 
 def test_fit_on_a_card_too_small_for_vllm_says_the_engines_reason():
@@ -215,6 +216,6 @@ def test_fit_on_a_card_too_small_for_vllm_says_the_engines_reason():
     answer = run_fit(sheet, resolve_card("T4").card)
     note = answer.notes[-1]
     assert note == ("not even one sequence of the required length fits; at concurrency 1: vLLM: "
-                    "weights 14.19 GiB exceed its pool budget 13.27 GiB (0.90 × total 14.75 GiB):"
-                    " vLLM refuses to start")
+                    "weights 14.19 GiB (15 239 621 632 B) exceed its pool budget 13.27 GiB "
+                    "(14 253 922 713 B) (0.90 × total 14.75 GiB): vLLM refuses to start")
     assert not any(n.startswith("null") for n in answer.notes)

@@ -178,7 +178,7 @@ class VllmEngine(EngineBase):
         the pool holds every required sequence at once."""
         budget = _budget_words(pool)
         if pool.weights_bytes > pool.budget_bytes:
-            return PoolCondition(False, False, f"vLLM: weights {fmt_gib(pool.weights_bytes)} GiB "
+            return PoolCondition(False, False, f"vLLM: weights {fmt_bytes(pool.weights_bytes)} "
                                  f"exceed its pool budget {budget}: vLLM refuses to start")
         if pool.starts is False:
             used = [("weights", pool.weights_bytes), ("activation", pool.activation_bytes),
@@ -198,9 +198,10 @@ class VllmEngine(EngineBase):
 
 
 def _budget_words(pool: PoolSplit) -> str:
-    """``13.27 GiB (0.90 × total 14.75 GiB)``: the pool budget vLLM takes (vllm_pool)."""
+    """``13.27 GiB (14 253 922 713 B) (0.90 × total 14.75 GiB)``: the pool budget vLLM takes
+    (vllm_pool), in GiB with its exact bytes."""
     util = pool.budget_bytes / pool.total_bytes if pool.total_bytes else 0.0
-    return (f"{fmt_gib(pool.budget_bytes)} GiB ({util:.2f} × total "
+    return (f"{fmt_bytes(pool.budget_bytes)} ({util:.2f} × total "
             f"{fmt_gib(pool.total_bytes)} GiB)")
 
 
