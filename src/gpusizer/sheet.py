@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, StrictBool,
                       ValidationError, WithJsonSchema, field_validator, model_validator)
@@ -30,7 +30,7 @@ from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
 __all__ = [
     "Sheet", "ModelRef", "Quantization", "Inference", "Training", "Lora", "Placement", "Quality",
-    "Budget", "Requirements", "Measure", "Margin", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
+    "Budget", "Requirements", "Measure", "Margin", "Stack", "FRAMEWORKS", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
     "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet", "required_dimensions",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
     "parse_sheet_text",
@@ -155,6 +155,11 @@ class _FieldProblem(ValueError):
 class _Block(BaseModel):
     # a docstring under each field is its description in `gpusizer schema` (pydantic >= 2.7)
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset()
+    """Fields gpusizer added after a sheet's hash was first defined: left out of the canonical
+    JSON (and so of ``sheet_sha256``) while the user has not set them, so the hash of every sheet
+    written before they existed stays what it was (docs/contract-extensions.md)."""
 
 
 class ModelRef(_Block):
@@ -344,6 +349,8 @@ class Training(_Block):
     them merged in); full (task full: the trained weights)."""
     lora: Lora = Lora()
     """The LoRA adapters (task lora or qlora only)."""
+    HASHED_WHEN_SET = frozenset({"prepare_kbit_training"})
+
     prepare_kbit_training: StrictBool | None = None
     """qlora only: PEFT's prepare_model_for_kbit_training runs (kept modules cast to fp32, fp32
     residual stream); unset means true; false for stacks that skip it."""
@@ -438,6 +445,51 @@ class Measure(_Block):
     """The middle rung; empty: no middle rung."""
 
 
+_VERSION = r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,4})?((\.post|rc|a|b)[0-9]{1,4})?$"
+"""A library version as its project releases them: "X.Y", "X.Y.Z", optional ".postN" / "rcN"."""
+
+
+
+def _version(value: Any) -> str:
+    """``auto`` or a release number (:data:`_VERSION`); YAML's 4.57 (a float) is refused with a
+    hint, since 4.50 would read as 4.5."""
+    if isinstance(value, str) and (value == "auto" or re.fullmatch(_VERSION, value)):
+        return value
+    hint = " (quote it: YAML reads 4.50 as the number 4.5)" if isinstance(value, float) else ""
+    raise ValueError(f"expected 'auto' or a version such as \"4.57.1\" or \"0.6.3.post1\", "
+                     f"got {value!r}{hint}")
+
+
+Version = Annotated[str, BeforeValidator(_version),
+                    WithJsonSchema({"type": "string", "pattern": f"^auto$|{_VERSION}"})]
+
+FRAMEWORKS = ("auto", "trl-sft", "unsloth", "axolotl", "torchtune", "litgpt", "deepspeed")
+"""``stack.framework`` values (CONTRACT.md)."""
+
+
+class Stack(_Block):
+    """The software the workload runs on (CONTRACT.md ``stack``): rules that changed between
+    library versions follow it. ``auto`` is the version gpusizer's rules were written for."""
+
+    transformers: Version = "auto"
+    """transformers' version ("X.Y.Z" or "X.Y"), or auto."""
+    peft: Version = "auto"
+    """PEFT's version, or auto."""
+    bitsandbytes: Version = "auto"
+    """bitsandbytes' version, or auto."""
+    trl: Version = "auto"
+    """TRL's version, or auto."""
+    deepspeed: Version = "auto"
+    """DeepSpeed's version, or auto."""
+    vllm: Version = "auto"
+    """vLLM's version (e.g. "0.10.1" or "0.6.3.post1"), or auto."""
+    sglang: Version = "auto"
+    """SGLang's version, or auto."""
+    framework: Literal[FRAMEWORKS] = "auto"  # type: ignore[valid-type]
+    """A training stack whose documented defaults fill the keys the sheet leaves unset
+    (explicit keys win)."""
+
+
 class Sheet(_Block):
     """One workload sheet (R1). It stays fixed while offers are compared."""
 
@@ -473,6 +525,10 @@ class Sheet(_Block):
     """What an offer's documents must prove beside the GPUs."""
     measure: Measure = Measure()
     """The measurement ladder's middle rung."""
+    stack: Stack = Stack()
+    """The software versions and training framework the workload runs on."""
+
+    HASHED_WHEN_SET = frozenset({"stack"})
 
     @model_validator(mode="after")
     def _task_blocks(self) -> "Sheet":
@@ -696,13 +752,35 @@ under it is refused rather than read as "absent" (``null`` written out still mea
 def canonical_json(sheet: Sheet) -> str:
     """The validated sheet as canonical JSON: defaults filled in, memory sizes as integer bytes,
     sorted keys, no spaces (CONTRACT.md, evidence files)."""
-    data = sheet.model_dump(mode="json")
-    # keys gpusizer added to CONTRACT.md's sheet are left out while unset, so the hash of every
-    # sheet written against the contract stays what it was (docs/contract-extensions.md)
-    training = data.get("training")
-    if training is not None and training.get("prepare_kbit_training") is None:
-        del training["prepare_kbit_training"]
+    data = _hashed(sheet)
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _hashed(block: BaseModel) -> dict:
+    """``block`` dumped as JSON values, less each :attr:`_Block.HASHED_WHEN_SET` field whose value
+    is its default (recursively), so a sheet that does not use a newer key hashes as before."""
+    data = block.model_dump(mode="json")
+    _prune(block, data)
+    return data
+
+
+def _prune(block: BaseModel, data: dict) -> None:
+    fields = type(block).model_fields
+    for name in getattr(block, "HASHED_WHEN_SET", ()):
+        field = fields[name]
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, BaseModel):
+            default = default.model_dump(mode="json")
+        if data.get(name) == default:
+            data.pop(name, None)
+    for name, value in data.items():
+        child = getattr(block, name)
+        if isinstance(child, BaseModel) and isinstance(value, dict):
+            _prune(child, value)
+        elif isinstance(child, (list, tuple)) and isinstance(value, list):
+            for c, v in zip(child, value):
+                if isinstance(c, BaseModel) and isinstance(v, dict):
+                    _prune(c, v)
 
 
 def quality_criteria(sheet: Sheet) -> dict | None:
