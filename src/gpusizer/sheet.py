@@ -33,7 +33,7 @@ __all__ = [
     "Budget", "Requirements", "Measure", "Margin", "Stack", "FRAMEWORKS", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
     "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet", "required_dimensions",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
-    "parse_sheet_text",
+    "parse_sheet_text", "Checkpointing", "CHECKPOINTED_MODULES",
 ]
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
@@ -321,6 +321,41 @@ ENGINE_SHEET_RULES: dict[str, EngineSheetRules] = {
 """``inference.engine`` → its sheet rules; one line per engine, beside the ``engine`` Literal."""
 
 
+CHECKPOINTED_MODULES = ("attention", "mlp")
+"""``training.checkpointing.modules`` values: the sub-blocks of a decoder layer that selective
+checkpointing wraps (recomputed in backward; each keeps only its input)."""
+
+
+class Checkpointing(_Block):
+    """``training.checkpointing``: activation checkpointing beyond transformers' default (CONTRACT.md;
+    ``gradient_checkpointing: true`` is the same as ``{mode: full}``)."""
+
+    mode: Literal["full", "selective"] | None = None
+    """full: every checkpointed decoder layer keeps only its input and is recomputed in
+    backward; selective: only the sub-blocks named in modules are; unset: follows
+    gradient_checkpointing."""
+    modules: list[Literal[CHECKPOINTED_MODULES]] = []  # type: ignore[valid-type]
+    """selective only: the sub-blocks checkpointed (attention, mlp); the rest keep their
+    activations."""
+    every: PositiveInt = 1
+    """Checkpoint every k-th decoder layer (layers k, 2k, …; torchtune / torchtitan ac_option);
+    the others keep their activations."""
+    offload: StrictBool = False
+    """Move what the forward keeps for backward (the checkpointed inputs, or every saved
+    activation without checkpointing) to pinned host memory, and back before its layer's
+    backward."""
+
+    @model_validator(mode="after")
+    def _modules_with_selective(self) -> "Checkpointing":
+        if self.mode == "selective" and not self.modules:
+            raise _FieldProblem("modules", [], "selective checkpointing needs the sub-blocks "
+                                f"it wraps: one or more of {', '.join(CHECKPOINTED_MODULES)}")
+        if self.modules and self.mode != "selective":
+            raise _FieldProblem("modules", self.modules, "applies to mode selective, not "
+                                f"{self.mode or 'unset'}")
+        return self
+
+
 class Training(_Block):
     """``training``: the fine-tuning workload (required for lora, qlora and full)."""
 
@@ -349,11 +384,44 @@ class Training(_Block):
     them merged in); full (task full: the trained weights)."""
     lora: Lora = Lora()
     """The LoRA adapters (task lora or qlora only)."""
-    HASHED_WHEN_SET = frozenset({"prepare_kbit_training"})
+    HASHED_WHEN_SET = frozenset({"prepare_kbit_training", "loss", "packing", "checkpointing"})
 
     prepare_kbit_training: StrictBool | None = None
     """qlora only: PEFT's prepare_model_for_kbit_training runs (kept modules cast to fp32, fp32
     residual stream); unset means true; false for stacks that skip it."""
+    loss: Literal["standard", "chunked", "fused-linear"] = "standard"
+    """standard: the full-vocabulary fp32 cross-entropy (transformers ForCausalLMLoss); chunked:
+    cross-entropy chunk by chunk of tokens (torchtune, LitGPT); fused-linear: lm_head and loss
+    fused, the logits never materialized (Liger Kernel, Unsloth)."""
+    packing: StrictBool = False
+    """Sequences packed without padding: sequence_length × microbatch tokens per microbatch,
+    attention restricted to each document."""
+    checkpointing: Checkpointing = Checkpointing()
+    """Activation checkpointing: {mode: full | selective, modules, every, offload}; empty:
+    gradient_checkpointing alone decides."""
+
+    @model_validator(mode="after")
+    def _one_checkpointing(self) -> "Training":
+        mode, flag = self.checkpointing.mode, self.gradient_checkpointing
+        set_flag = "gradient_checkpointing" in self.model_fields_set
+        if (flag and mode == "selective") or (set_flag and not flag and mode is not None):
+            raise _FieldProblem("checkpointing.mode", mode, f"contradicts gradient_checkpointing: "
+                                f"{str(flag).lower()} (true is the same as mode full); set one")
+        ckpt = self.checkpointing.model_fields_set - {"mode", "offload"}
+        if self.checkpoint_mode == "none" and ckpt:
+            key = sorted(ckpt)[0]
+            raise _FieldProblem(f"checkpointing.{key}", getattr(self.checkpointing, key),
+                                "needs checkpointing on (mode full or selective, or "
+                                "gradient_checkpointing: true)")
+        return self
+
+    @property
+    def checkpoint_mode(self) -> str:
+        """The checkpointing that runs: ``none``, ``full`` or ``selective``
+        (``gradient_checkpointing: true`` is ``full``)."""
+        if self.gradient_checkpointing:
+            return "full"
+        return self.checkpointing.mode or "none"
 
 
 class Placement(_Block):
