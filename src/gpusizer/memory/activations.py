@@ -78,12 +78,20 @@ class LayerActivations:
         moe_saved_bytes: the same for an MoE layer (0 without MoE).
         input_bytes: the layer input c·T·h (what gradient checkpointing keeps).
         formula: the terms with this sheet's numbers.
+        attention_block_bytes: the part of ``saved_bytes`` the attention sub-block keeps (its
+            norm, q/k norms, latents and kernel; a parallel block's shared norm), what selective
+            checkpointing of ``attention`` recomputes.
+        mlp_block_bytes / moe_block_bytes: the MLP sub-block's part (its norm and the MLP, or
+            the MoE layer), of ``saved_bytes`` / ``moe_saved_bytes``.
     """
 
     saved_bytes: int
     moe_saved_bytes: int
     input_bytes: int
     formula: str
+    attention_block_bytes: int = 0
+    mlp_block_bytes: int = 0
+    moe_block_bytes: int = 0
 
 
 def _norm(facts: ModelFacts, t: int, width: int, c: int, *, weight_trained: bool,
@@ -97,7 +105,8 @@ def _norm(facts: ModelFacts, t: int, width: int, c: int, *, weight_trained: bool
 def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel: str,
                       parts: TrainedParts, residual_bytes: int | None = None,
                       linear_out_bytes: int | None = None,
-                      attention_bytes: int | None = None) -> LayerActivations:
+                      attention_bytes: int | None = None,
+                      masked: bool = False) -> LayerActivations:
     """Bytes autograd saves in one decoder layer for ``batch`` sequences of ``seq`` tokens.
 
     See the module docstring for each term and its source. MLA (DeepSeek) is counted with its
@@ -107,7 +116,9 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
     the projections' outputs (bitsandbytes ``Linear4bit``/``Linear8bitLt`` cast their output back
     to the input's dtype, fp32 after that promotion), so the MLP intermediates take that size;
     ``attention_bytes``: bytes of what the attention kernel keeps (the projections' dtype, or c
-    when autocast casts the kernel's inputs).
+    when autocast casts the kernel's inputs). ``masked``: SDPA gets a 4-D mask (packed
+    sequences, transformers ``masking_utils``): ``use_gqa_in_sdpa`` is then false and
+    ``repeat_kv`` expands k and v to q's width before the kernel keeps them.
     """
     arch = facts.architecture
     r = residual_bytes or c
@@ -156,6 +167,9 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
         attn += c * t * q if parts.o else 0
         terms.append(f"eager attention {ab}·T·(q + 2·{rep}) + (4 + {ab})·{batch}·{heads}·{seq}² B")
     else:
+        if masked and kernel == "sdpa" and arch.mla is None:
+            k = v = max(q, k)
+            terms.append("packed: 4-D mask, k and v expanded by repeat_kv")
         attn = ab * t * (2 * q + k + v) + 4 * batch * heads * seq
         attn += c * t * q if parts.o else 0
         terms.append(f"attention (flash / memory-efficient) {ab}·{t}·(2·{q} + {k} + {v}) "
@@ -183,7 +197,12 @@ def layer_activations(facts: ModelFacts, *, batch: int, seq: int, c: int, kernel
                      + (f" + shared experts {shared} B" if shared else ""))
     dense = norms + attn + mlp
     moe_total = (norms + attn + moe_layer) if arch.moe is not None else 0
-    return LayerActivations(dense, moe_total, r * t * h, "; ".join(terms))
+    # sub-blocks (selective checkpointing): Gemma's post-norms split one per sub-block
+    post_mlp = post // 2 if extra_norms >= 2 else 0
+    mlp_side = mlp_norm + post_mlp
+    attention_side = norms - mlp_side + attn
+    return LayerActivations(dense, moe_total, r * t * h, "; ".join(terms), attention_side,
+                            mlp_side + mlp, (mlp_side + moe_layer) if arch.moe else 0)
 
 
 def logits_bytes(facts: ModelFacts, *, tokens: int, c: int) -> tuple[int, int, str]:

@@ -29,8 +29,10 @@ from ...sheet import TRAINING_STRATEGIES, Sheet
 from ..items import Item
 from .backward import backward_items
 from .casts import cast_items
+from .checkpointing import LayerPlan
 from .dtypes import TrainingDtypes, training_dtypes
 from .export import export_items
+from .loss import loss_rule
 from .optimizer import optimizer_items
 from .placement import placement_items, resharded_weights, sharding
 from .trainable import adapter_items, trainable, trained_parts
@@ -52,6 +54,9 @@ class TrainingSummary:
         backward_peak_at: where in the backward sweep the total is largest.
         export_bytes: bytes the export writes (adapter, merged or full weights), or 0 for none.
         kernel: attention kernel assumed (flash / sdpa keep no s × s matrix; eager does).
+        loss: the loss kernel sized (``memory/training/loss.py`` ``LOSS_RULES``).
+        activation_offload_bytes: activations moved to host memory per GPU under
+            ``checkpointing.offload`` (0 without); host RAM per node is this × GPUs per node.
     """
 
     trainable_parameters: int
@@ -62,6 +67,8 @@ class TrainingSummary:
     backward_peak_at: str
     export_bytes: int
     kernel: str
+    loss: str = "transformers ForCausalLMLoss"
+    activation_offload_bytes: int = 0
 
 
 def _check(sheet: Sheet, runs: str) -> None:
@@ -102,22 +109,26 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     gradients_bytes = trained.parameters * dtypes.trainable_bytes // shards.states
     adapters, adapter_notes = adapter_items(training, trained, dtypes, shards, phases)
     optimizer, optimizer_notes = optimizer_items(training, trained, dtypes.trainable_bytes, shards)
-    backward, peak = backward_items(training, facts, trained, dtypes, shards, runs=runs,
-                                    kernel=kernel, gradients_bytes=gradients_bytes)
+    backward, peak, plan = backward_items(training, facts, trained, dtypes, shards, runs=runs,
+                                          kernel=kernel, gradients_bytes=gradients_bytes,
+                                          framework=sheet.stack.framework)
     export_bytes, export = export_items(training.export, facts, trained.adapters, dtypes, runs=runs)
     placed, placement_notes = placement_items(facts, runs=runs, full=trained.full, dtypes=dtypes,
                                               shards=shards, gradients_bytes=gradients_bytes)
     items = [*resharded_weights(weight_items, trained, dtypes, shards, phases), *adapters,
-             *cast_items(facts, trained.full, training.gradient_checkpointing, dtypes, shards,
-                         phases), *optimizer, *backward,
+             *cast_items(facts, trained.full, plan.mode == "full"
+                         and training.checkpointing.every == 1, dtypes, shards, phases), *optimizer, *backward,
              validation_item(training, facts, dtypes, runs=runs, kernel=kernel), *export, *placed]
     tokens = training.microbatch * training.sequence_length
     summary = TrainingSummary(trained.parameters, dtypes.trainable_dtype,
                               trained.adapters.targets if trained.adapters else (), tokens,
                               tokens * training.gradient_accumulation * shards.data_parallel,
-                              peak.at, export_bytes, kernel)
+                              peak.at, export_bytes, kernel, loss_rule(training.loss,
+                                                                       sheet.stack.framework),
+                              plan.offloaded_bytes)
     notes = [*adapter_notes, *optimizer_notes, *placement_notes, *_closing_notes(sheet, dtypes,
-                                                                                summary)]
+                                                                                summary),
+             *_strategy_notes(sheet, summary, plan)]
     return items, notes, summary
 
 
@@ -130,4 +141,25 @@ def _closing_notes(sheet: Sheet, dtypes: TrainingDtypes, summary: TrainingSummar
                      "(norms, embeddings, lm_head) stay in the compute dtype")
     if summary.kernel == "eager":
         notes.append("eager attention keeps microbatch × heads × s² softmax matrices per layer")
+    return notes
+
+
+def _strategy_notes(sheet: Sheet, summary: TrainingSummary, plan: LayerPlan) -> list[str]:
+    """What the loss, packing and checkpointing choices change, in words."""
+    t, notes = sheet.training, []
+    if t.loss != "standard":
+        notes.append(f"loss {t.loss}: sized as {summary.loss} (memory/training/loss.py); "
+                     "validation_working keeps the standard loss's size, a bound")
+    if t.packing:
+        notes.append("packing: flash-attention varlen (cu_seqlens from the packed position_ids), "
+                     "no mask and no padding" if summary.kernel == "flash" else
+                     f"packing with {summary.kernel} attention: transformers builds a "
+                     "B × 1 × s × s bool mask from the packed position_ids and repeat_kv "
+                     "expands k and v (SDPA's flash kernel takes no mask); attention flash "
+                     "keeps neither")
+    if plan.offloaded_bytes:
+        gpus = sheet.placement.gpus
+        notes.append(f"activation offload: {plan.offloaded_bytes} B per GPU to pinned host "
+                     f"memory, {plan.offloaded_bytes * gpus} B for the {gpus} GPU(s) of the "
+                     "node (training.activation_offload_bytes; not yet in a host-RAM figure)")
     return notes

@@ -10,9 +10,11 @@ from __future__ import annotations
 from ...formats import weight_format
 from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ...sheet import Training
-from ..activations import LayerActivations, backward_layer_working, layer_activations, logits_bytes
+from ..activations import LayerActivations, backward_layer_working, layer_activations
 from ..items import Item
+from .checkpointing import LayerPlan, layer_plan
 from .dtypes import TrainingDtypes
+from .loss import loss_memory
 from .placement import Sharding, divided_text
 from .sweep import SweepPeak, backward_sweep
 from .trainable import Trainable
@@ -25,50 +27,65 @@ _ACTIVATIONS_SOURCE = ("Korthikanti et al. 2022 §4.1, re-derived for transforme
 
 def backward_items(training: Training, facts: ModelFacts, trained: Trainable,
                    dtypes: TrainingDtypes, shards: Sharding, *, runs: str, kernel: str,
-                   gradients_bytes: int) -> tuple[list[Item], SweepPeak]:
+                   gradients_bytes: int, framework: str = "auto"
+                   ) -> tuple[list[Item], SweepPeak, LayerPlan]:
     """``activations``, ``logits``, ``gradients`` and ``backward_working``, each with its size at
-    the backward peak, and that peak."""
+    the backward peak, that peak and the checkpointing plan (``.checkpointing``); the loss
+    follows ``training.loss`` under ``framework`` (``.loss``)."""
     batch, seq = training.microbatch, training.sequence_length
     tokens = batch * seq
+    packed_mask = training.packing and kernel != "flash"
     layer = layer_activations(facts, batch=batch, seq=seq, c=dtypes.compute_bytes, kernel=kernel,
                               parts=trained.parts, residual_bytes=dtypes.residual_bytes,
                               linear_out_bytes=dtypes.linear_output_bytes,
-                              attention_bytes=dtypes.attention_bytes)
+                              attention_bytes=dtypes.attention_bytes, masked=packed_mask)
     moe_layers = facts.architecture.moe.moe_layers if facts.architecture.moe else 0
     dense_layers = facts.architecture.num_layers - moe_layers
     saved = [layer.saved_bytes] * dense_layers + [layer.moe_saved_bytes] * moe_layers
-    checkpointing = training.gradient_checkpointing
-    kept = [layer.input_bytes] * len(saved) if checkpointing else saved
+    plan = layer_plan(training, layer, [False] * dense_layers + [True] * moe_layers)
+    checkpointing = plan.mode != "none"
+    # packed sequences under sdpa / eager: one B × 1 × s × s bool mask every layer reads until
+    # its backward (transformers masking_utils.sdpa_mask: no is_causal skip for packed
+    # position_ids), held with the first layer's kept tensors (on the GPU under offload too)
+    mask = batch * seq * seq if packed_mask else 0
+    offload = training.checkpointing.offload
+    kept = list(plan.kept_bytes)
+    kept[0] += 0 if offload else mask
     final_norm = _final_norm_bytes(facts, tokens, trained.full, dtypes)
-    forward_logits, backward_logits, logits_text = logits_bytes(facts, tokens=tokens,
-                                                                c=dtypes.logits_bytes)
     head_gradients, layer_gradients = _gradient_split(facts, trained.full, dtypes, shards,
                                                       gradients_bytes)
+    loss = loss_memory(training.loss, framework, facts, batch=batch, seq=seq,
+                       c=dtypes.logits_bytes, head_gradient_bytes=head_gradients)
+    forward_logits, backward_logits, logits_text = (loss.forward_bytes, loss.backward_bytes,
+                                                    loss.formula)
     dequantized, weight_gradient = _largest_transients(facts, runs, trained.full, dtypes)
     working = backward_layer_working(
         facts, batch=batch, seq=seq, c=dtypes.compute_bytes, kernel=kernel,
         largest_dequantized=dequantized, largest_weight_grad=weight_gradient,
         residual_bytes=dtypes.residual_bytes, linear_out_bytes=dtypes.linear_output_bytes)
+    working += mask if offload else 0
     accumulating = training.gradient_accumulation > 1
     peak = backward_sweep(saved_bytes=saved, kept_bytes=kept, checkpointing=checkpointing,
                           final_norm_bytes=final_norm, logits_bytes=backward_logits,
                           prior_gradients_bytes=gradients_bytes if accumulating else 0,
                           head_gradients_bytes=head_gradients,
                           layer_gradients_bytes=layer_gradients,
-                          all_gradients_bytes=gradients_bytes, working_bytes=working)
+                          all_gradients_bytes=gradients_bytes, working_bytes=working,
+                          recomputed_bytes=plan.recomputed_bytes,
+                          offloaded=offload, forward_gpu_bytes=plan.forward_gpu_bytes + mask)
     return [
-        _activations_item(layer, len(saved), sum(kept) + final_norm, final_norm, checkpointing,
-                          peak),
+        _activations_item(layer, len(saved), plan.forward_gpu_bytes + mask + final_norm,
+                          final_norm, plan, peak, mask),
         Item("logits", max(forward_logits, backward_logits), "estimated", ("forward", "backward"),
-             "transformers ForCausalLMLoss (fp32 upcast, cross_entropy = log_softmax + "
-             "nll_loss); grows as microbatch × sequence × vocab", logits_text,
+             loss.source + "; grows as microbatch × sequence × vocab"
+             + ("" if loss.logits_materialized else " chunk"), logits_text,
              phase_bytes={"forward": forward_logits, "backward": peak.logits_bytes}),
         _gradients_item(trained, dtypes, shards, gradients_bytes, accumulating, peak),
         Item("backward_working", working, "estimated", ("backward",), _ACTIVATIONS_SOURCE,
              "gradients of one layer's activations (2·c·T·h + 8·T·h + 3·c·T·I)"
              + (f" + dequantized 4-bit weight {dequantized} B" if dequantized else "")
              + (f" + one weight gradient {weight_gradient} B" if weight_gradient else ""),
-             phase_bytes={"backward": peak.working_bytes})], peak
+             phase_bytes={"backward": peak.working_bytes})], peak, plan
 
 
 def _final_norm_bytes(facts: ModelFacts, tokens: int, full: bool, dtypes: TrainingDtypes) -> int:
@@ -111,11 +128,16 @@ def _largest_transients(facts: ModelFacts, runs: str, full: bool,
 
 
 def _activations_item(layer: LayerActivations, layers: int, forward_bytes: int,
-                      final_norm: int, checkpointing: bool, peak: SweepPeak) -> Item:
+                      final_norm: int, plan: LayerPlan, peak: SweepPeak, mask: int) -> Item:
+    checkpointing = plan.mode == "full" and plan.text == "checkpointed layer inputs"
     text = (f"{'checkpointed layer inputs ' if checkpointing else ''}{layers} layers; per layer "
             f"{layer.saved_bytes} B saved ({layer.formula})"
             + (f"; inputs {layer.input_bytes} B per layer kept, one layer recomputed in "
-               "backward" if checkpointing else "") + f"; final norm {final_norm} B")
+               "backward" if checkpointing else "")
+            + (f"; {plan.text}, kept {sum(plan.kept_bytes)} B" if plan.mode != "none"
+               and not checkpointing or plan.offloaded_bytes else "")
+            + f"; final norm {final_norm} B"
+            + (f"; packed sequences' B×s² bool mask {mask} B" if mask else ""))
     return Item("activations", forward_bytes, "estimated", ("forward", "backward"),
                 _ACTIVATIONS_SOURCE,
                 text + f"; backward peak at {peak.at}: {peak.activations_bytes} B",

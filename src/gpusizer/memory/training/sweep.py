@@ -45,7 +45,8 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
                    checkpointing: bool, final_norm_bytes: int, logits_bytes: int,
                    prior_gradients_bytes: int, head_gradients_bytes: int,
                    layer_gradients_bytes: int, all_gradients_bytes: int,
-                   working_bytes: int) -> SweepPeak:
+                   working_bytes: int, recomputed_bytes: Sequence[int] | None = None,
+                   offloaded: bool = False, forward_gpu_bytes: int | None = None) -> SweepPeak:
     """The instant of backward with the largest live total (the first such, from the start).
 
     Args:
@@ -61,6 +62,11 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
         layer_gradients_bytes: the gradients one layer adds.
         all_gradients_bytes: every gradient, at the end.
         working_bytes: one layer's backward transients.
+        recomputed_bytes: per layer, what backward recomputes while it runs (selective or
+            every-k checkpointing); None: ``saved`` under ``checkpointing``, else nothing.
+        offloaded: the kept bytes wait in host memory; layer ``i`` holds only its own and
+            layer ``i − 1``'s (brought back ahead), and the start ``forward_gpu_bytes``.
+        forward_gpu_bytes: with ``offloaded``, the kept bytes still on the GPU at the start.
 
     Layer ``i`` (counted from 0) holds ``Σ kept[:i]`` plus its own ``saved[i]`` (+ ``kept[i]``
     under checkpointing) and ``max(prior, head + layer × (L − i))`` gradients. The lm_head weight
@@ -68,13 +74,21 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
     compute dtype comes first), so it is not live at the start.
     """
     layers = len(saved_bytes)
-    instants = [SweepPeak("start (logits gradient)", sum(kept_bytes) + final_norm_bytes,
+    if recomputed_bytes is None:
+        recomputed_bytes = saved_bytes if checkpointing else [0] * layers
+    # a layer holds what it kept (its saved activations, or its checkpointed input) and what
+    # it recomputes
+    own_bytes = [k + r for k, r in zip(kept_bytes, recomputed_bytes)] if checkpointing or any(
+        recomputed_bytes) else list(saved_bytes)
+    start = forward_gpu_bytes if offloaded and forward_gpu_bytes is not None else sum(kept_bytes)
+    instants = [SweepPeak("start (logits gradient)", start + final_norm_bytes,
                           logits_bytes, prior_gradients_bytes, 0)]
     for i in range(layers - 1, -1, -1):
-        own = kept_bytes[i] + saved_bytes[i] if checkpointing else saved_bytes[i]
+        own = own_bytes[i]
+        below = (kept_bytes[i - 1] if i else 0) if offloaded else sum(kept_bytes[:i])
         gradients = max(prior_gradients_bytes,
                         head_gradients_bytes + layer_gradients_bytes * (layers - i))
-        instants.append(SweepPeak(f"layer {i + 1} of {layers}", sum(kept_bytes[:i]) + own, 0,
+        instants.append(SweepPeak(f"layer {i + 1} of {layers}", below + own, 0,
                                   gradients, working_bytes))
     instants.append(SweepPeak("end (all gradients)", 0, 0, all_gradients_bytes, 0))
     return max(instants, key=lambda instant: instant.total_bytes)

@@ -1,0 +1,96 @@
+"""Activation checkpointing per decoder layer: what the forward keeps, what backward recomputes,
+and what activation offloading moves to the host.
+
+- full (transformers ``gradient_checkpointing_enable``; torchtune ``ac_mode: full``): a
+  checkpointed layer keeps only its input r·T·h and recomputes its saved activations while it
+  runs backward;
+- selective (torchtune / torchtitan ``checkpoint_wrapper`` around sub-modules): each sub-block
+  named in ``modules`` (attention, mlp) keeps only its input r·T·h and recomputes its part; the
+  rest of the layer keeps its activations;
+- every k (torchtune ``torchtune/training/activations.py``, pytorch/torchtune bd2a0fc: a counter
+  from 1, ``_count % every_x_layer == 0``): layers k, 2k, … are checkpointed, the others keep
+  everything;
+- offload (torchtune ``torchtune/training/_activation_offloading.py`` ``OffloadActivations``,
+  built on ``torch.autograd.graph.saved_tensors_hooks``, as ``torch.autograd.graph.save_on_cpu``):
+  every tensor the forward keeps for backward (the checkpointed inputs, else the saved
+  activations) goes to pinned host memory and comes back before its layer's backward; on the GPU
+  stay the tensors not yet copied out (``max_fwd_stash_size=5`` tensors: five layer inputs under
+  full checkpointing, otherwise bounded here by two layers' kept tensors) and, in backward, the
+  running layer's and the next one's (brought back ahead on the side stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...sheet import Training
+from ..activations import LayerActivations
+
+__all__ = ["LayerPlan", "layer_plan", "OFFLOAD_STASH_TENSORS"]
+
+OFFLOAD_STASH_TENSORS = 5
+"""torchtune ``OffloadActivations(max_fwd_stash_size=5)``: tensors kept on the GPU until their
+copy to the host is done."""
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """What each decoder layer leaves for backward under the sheet's checkpointing (bytes).
+
+    Attributes:
+        mode: ``none``, ``full`` or ``selective``.
+        kept_bytes: per layer, what the forward keeps for backward (before offloading).
+        recomputed_bytes: per layer, what backward recomputes while that layer runs.
+        offloaded_bytes: kept bytes moved to the host (0 without offload), per GPU.
+        forward_gpu_bytes: the kept bytes on the GPU at the end of the forward.
+        text: the plan in words.
+    """
+
+    mode: str
+    kept_bytes: list[int]
+    recomputed_bytes: list[int]
+    offloaded_bytes: int
+    forward_gpu_bytes: int
+    text: str
+
+
+def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool]) -> LayerPlan:
+    """The per-layer plan for ``kinds`` (one entry per decoder layer, True for an MoE layer).
+
+    ``layer`` gives the saved bytes of a dense and of an MoE layer, their sub-blocks' parts and
+    the layer input (:func:`~gpusizer.memory.activations.layer_activations`).
+    """
+    mode, ckpt = training.checkpoint_mode, training.checkpointing
+    every = ckpt.every
+    kept, recomputed = [], []
+    for i, moe in enumerate(kinds):
+        saved = layer.moe_saved_bytes if moe else layer.saved_bytes
+        wrapped_here = mode != "none" and (i + 1) % every == 0
+        if not wrapped_here:
+            kept.append(saved)
+            recomputed.append(0)
+            continue
+        if mode == "full":
+            kept.append(layer.input_bytes)
+            recomputed.append(saved)
+            continue
+        parts = {"attention": layer.attention_block_bytes,
+                 "mlp": layer.moe_block_bytes if moe else layer.mlp_block_bytes}
+        wrapped = sum(parts[m] for m in ckpt.modules)
+        kept.append(saved - wrapped + layer.input_bytes * len(ckpt.modules))
+        recomputed.append(wrapped)
+    checkpointed = sum(1 for r in recomputed if r)
+    text = {"none": "no checkpointing",
+            "full": "checkpointed layer inputs",
+            "selective": f"selective checkpointing of {', '.join(ckpt.modules)}"}[mode]
+    if mode != "none" and every > 1:
+        text += f" every {every} layers ({checkpointed} of {len(kinds)})"
+    offloaded = sum(kept) if ckpt.offload else 0
+    on_gpu = sum(kept)
+    if ckpt.offload:
+        if mode == "full" and every == 1:
+            on_gpu = min(OFFLOAD_STASH_TENSORS, len(kept)) * layer.input_bytes
+        else:
+            on_gpu = min(on_gpu, 2 * max(kept, default=0))
+        text += f"; offloaded to host memory {offloaded} B (torchtune OffloadActivations)"
+    return LayerPlan(mode, kept, recomputed, offloaded, on_gpu, text)
