@@ -86,7 +86,8 @@ def _training(est: MemoryEstimate) -> dict[str, Any] | None:
             "lora_targets": list(t.lora_targets),
             "tokens_per_microbatch": t.tokens_per_microbatch,
             "tokens_per_update": t.tokens_per_update, "backward_peak_at": t.backward_peak_at,
-            "export_bytes": t.export_bytes, "attention_kernel": t.kernel}
+            "export_bytes": t.export_bytes, "attention_kernel": t.kernel, "loss": t.loss,
+            "activation_offload_bytes": t.activation_offload_bytes}
 
 
 def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int | None = 0) -> dict[str, Any]:
