@@ -25,6 +25,7 @@ from .bounds import (MAX_BYTES, MAX_COUNT, MAX_DAYS, MAX_PARAMETERS, MAX_USD, bo
 from .errors import SheetError, listed, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
+from .sheet_presets import resolve_framework
 from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
@@ -749,6 +750,7 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
     if unsafe is not None:  # an ANSI escape, a newline or a bidi override in a text field
         raise SheetError(f"{unsafe[1]} in {shown(unsafe[2])}: text may not hold "
                          "control or bidi characters", field=unsafe[0], file=file)
+    data = resolve_framework(data)   # stack.framework's documented defaults (sheet_presets)
     try:
         return Sheet.model_validate(data)
     except ValidationError as exc:

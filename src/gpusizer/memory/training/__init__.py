@@ -26,6 +26,7 @@ from ...errors import SheetError
 from ...formats import FORMATS, weight_format
 from ...model.facts import ModelFacts
 from ...sheet import TRAINING_STRATEGIES, Sheet
+from ...sheet_presets import framework_notes
 from ..items import Item
 from .backward import backward_items
 from .casts import cast_items
@@ -118,7 +119,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     items = [*resharded_weights(weight_items, trained, dtypes, shards, phases), *adapters,
              *cast_items(facts, trained.full, plan.mode == "full"
                          and training.checkpointing.every == 1, dtypes, shards, phases), *optimizer, *backward,
-             validation_item(training, facts, dtypes, runs=runs, kernel=kernel), *export, *placed]
+             validation_item(training, facts, dtypes, runs=runs, kernel=kernel,
+                             framework=sheet.stack.framework), *export, *placed]
     tokens = training.microbatch * training.sequence_length
     summary = TrainingSummary(trained.parameters, dtypes.trainable_dtype,
                               trained.adapters.targets if trained.adapters else (), tokens,
@@ -146,10 +148,9 @@ def _closing_notes(sheet: Sheet, dtypes: TrainingDtypes, summary: TrainingSummar
 
 def _strategy_notes(sheet: Sheet, summary: TrainingSummary, plan: LayerPlan) -> list[str]:
     """What the loss, packing and checkpointing choices change, in words."""
-    t, notes = sheet.training, []
+    t, notes = sheet.training, framework_notes(sheet)
     if t.loss != "standard":
-        notes.append(f"loss {t.loss}: sized as {summary.loss} (memory/training/loss.py); "
-                     "validation_working keeps the standard loss's size, a bound")
+        notes.append(f"loss {t.loss}: sized as {summary.loss} (memory/training/loss.py)")
     if t.packing:
         notes.append("packing: flash-attention varlen (cu_seqlens from the packed position_ids), "
                      "no mask and no padding" if summary.kernel == "flash" else

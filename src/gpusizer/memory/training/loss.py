@@ -13,6 +13,16 @@ size, c = bytes of the lm_head output):
   autograd keeps every chunk's fp32 ``log_softmax`` (4·T·V in all) while one chunk's c- and
   fp32 logits (c + 4)·⌈T/8⌉·V are live; backward holds the kept 4·T·V plus one chunk's
   incoming and produced fp32 gradients 8·⌈T/8⌉·V.
+- ``chunked``, TRL (``stack.framework: trl-sft``; SFTConfig's default ``loss_type`` since
+  TRL 1.7.0) — ``trl/trainer/sft_trainer.py`` ``_chunked_cross_entropy_loss`` (huggingface/trl
+  f2cd577, 2026-07): the hidden states reordered valid-first (a c·T·h copy, kept as the
+  checkpoints' input), then chunks of 256 tokens, each ``_chunk`` under
+  ``torch.utils.checkpoint``: ``h.float() @ w.float().t()`` (an fp32 copy of the lm_head
+  weight, 4·V·h, unless it is fp32 already), ``log_softmax``, and the entropy metric
+  ``-(log_p.exp() * log_p)``: forward holds max(4·V·h + 4·256·(h + V), 16·256·V); backward
+  recomputes a chunk with its saved fp32 weight copy, ``log_p`` and ``exp`` beside the two
+  fp32 gradients (4·V·h + 16·256·V), plus the reordered hidden's gradient, one full-size slice
+  gradient beside the accumulated one (2·c·T·h).
 - ``chunked``, LitGPT — ``litgpt/model.py`` ``GPT.forward(lm_head_chunk_size=128)`` and
   ``litgpt/utils.py`` ``chunked_cross_entropy`` (Lightning-AI/litgpt 2685705, 2026-06): the
   lm_head runs per 128 positions and ``cross_entropy`` takes the chunks as they are (no fp32
@@ -41,10 +51,13 @@ from dataclasses import dataclass
 from ...model.facts import ModelFacts
 from ..activations import logits_bytes
 
-__all__ = ["LossMemory", "loss_memory", "LOSS_RULES", "liger_chunk_tokens", "unsloth_chunks"]
+__all__ = ["LossMemory", "loss_memory", "loss_rule", "validation_loss", "LOSS_RULES",
+           "liger_chunk_tokens", "unsloth_chunks"]
 
 TORCHTUNE_CHUNKS = 8
 """torchtune ``LinearCrossEntropyLoss(num_output_chunks=8)`` / ``CEWithChunkedOutputLoss``."""
+TRL_CHUNK_TOKENS = 256
+"""trl/trainer/sft_trainer.py ``_CHUNKED_LM_HEAD_CHUNK_SIZE = 256``."""
 LITGPT_CHUNK_POSITIONS = 128
 """litgpt/finetune/*.py ``model(input_ids, lm_head_chunk_size=128)``."""
 UNSLOTH_TARGET_BYTES = 4 * 2**30
@@ -53,6 +66,7 @@ UNSLOTH_TARGET_BYTES = 4 * 2**30
 LOSS_RULES: dict[tuple[str, str], str] = {
     ("standard", "auto"): "transformers ForCausalLMLoss",
     ("chunked", "auto"): "torchtune LinearCrossEntropyLoss (8 chunks)",
+    ("chunked", "trl-sft"): "TRL chunked_nll (256-token checkpointed chunks)",
     ("chunked", "litgpt"): "LitGPT chunked_cross_entropy (128-position lm_head chunks)",
     ("fused-linear", "auto"): "Liger Kernel LigerFusedLinearCrossEntropy",
     ("fused-linear", "unsloth"): "Unsloth UnslothFusedLoss (unsloth_zoo)",
@@ -134,6 +148,17 @@ def loss_memory(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq
                           f"{chunk}×{v} B; backward start 4×{t}×{v} + 8×{chunk}×{v} B",
                           "torchtune/modules/loss/cross_entropy_loss.py LinearCrossEntropyLoss "
                           "(num_output_chunks=8), run eagerly", False)
+    if rule.startswith("TRL"):
+        k = min(t, TRL_CHUNK_TOKENS)
+        weight_copy = 4 * v * h if c < 4 else 0
+        hidden = c * t * h
+        fwd = hidden + max(weight_copy + 4 * k * (h + v), 16 * k * v)
+        bwd = 3 * hidden + weight_copy + 16 * k * v
+        return LossMemory(fwd, bwd, rule, f"reordered hidden {c}×{t}×{h} B; chunk of {k} tokens:"
+                          f" fp32 lm_head copy {weight_copy} B + max(4×{k}×({h} + {v}), "
+                          f"16×{k}×{v}) B; backward start 3×{c}×{t}×{h} + {weight_copy} + "
+                          f"16×{k}×{v} B", "trl/trainer/sft_trainer.py "
+                          "_chunked_cross_entropy_loss (loss_type chunked_nll)", False)
     if rule.startswith("LitGPT"):
         chunk = batch * min(seq, LITGPT_CHUNK_POSITIONS)
         fwd = 2 * c * t * v
@@ -165,3 +190,37 @@ def loss_memory(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq
                          if head_gradient_bytes else ""),
                       "unsloth_zoo/fused_losses/cross_entropy_loss.py UnslothFusedLoss, "
                       "get_chunk_size (target_gb at its 4 GiB cap)", False)
+
+
+def validation_loss(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq: int,
+                    c: int) -> tuple[int, str] | None:
+    """The loss's bytes in a validation forward (no gradients), ``(bytes, formula)``, for the
+    rules that never materialize the whole logits; None where the model's forward makes them
+    (standard; LitGPT's ``validate()`` runs ``model(input_ids)`` and ``chunk_size=0``; Liger's
+    patched forward skips the logits only when ``self.training``, liger_kernel/transformers/
+    model/llama.py) — the caller then sizes the standard loss, and LitGPT's bf16
+    ``log_softmax`` is within it.
+
+    torchtune: one chunk's c logits, fp32 copy and ``log_softmax`` (c + 4 + 4)·⌈T/8⌉·V; TRL: the
+    reordered hidden c·T·h and one chunk's forward, max(4·V·h + 4·256·(h + V), 16·256·V);
+    Unsloth: its fused loss runs whenever labels are given (unsloth/models/llama.py
+    ``if not RETURN_LOGITS and labels is not None``) and makes its gradients in the forward
+    even without grad mode: the training forward's figure without an lm_head gradient.
+    """
+    rule = loss_rule(loss, framework)
+    t, v, h = batch * seq, facts.architecture.vocab_size, facts.architecture.hidden_size
+    copy = 4 if c < 4 else 0
+    if rule.startswith("torchtune"):
+        chunk = -(-t // TORCHTUNE_CHUNKS)
+        return ((c + copy + 4) * chunk * v,
+                f"one chunk of {chunk} tokens: ({c} + {copy} + 4)×{chunk}×{v} B")
+    if rule.startswith("TRL"):
+        k = min(t, TRL_CHUNK_TOKENS)
+        weight_copy = 4 * v * h if c < 4 else 0
+        return (c * t * h + max(weight_copy + 4 * k * (h + v), 16 * k * v),
+                f"reordered hidden {c}×{t}×{h} B + one chunk of {k} tokens")
+    if rule.startswith("Unsloth"):
+        fused = loss_memory(loss, framework, facts, batch=batch, seq=seq, c=c,
+                            head_gradient_bytes=0)
+        return fused.forward_bytes, fused.formula
+    return None
