@@ -145,9 +145,11 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
     if after_build is not None:
         notes += after_build(model)
     if task != "inference" and gradient_checkpointing:
-        model.activation_checkpointing_enable()
+        every = sheet.training.checkpointing.every if sheet.training is not None else 1
+        model.activation_checkpointing_enable(every_n_layers=every)
         notes.append("gradient checkpointing: transformers' default (non-reentrant "
-                     "torch.utils.checkpoint per decoder layer)")
+                     "torch.utils.checkpoint per decoder layer)"
+                     + (f", every {every} layers (every_n_layers)" if every > 1 else ""))
     targets = None
     if task in ("lora", "qlora"):
         model, targets = _add_lora(model, sheet, torch_dtype, notes)

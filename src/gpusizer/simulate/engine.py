@@ -20,6 +20,7 @@ from ..model.config_only import ConfigOnlyFacts, config_only_for_sheet
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
 from .errors import SimulationError, UnsupportedBySimulation
+from .losses import check_loss
 
 __all__ = ["NOT_SEEN", "CATEGORY_ITEMS", "CARRIED_ITEMS", "SimulationResult", "simulate_memory",
            "check_supported", "NO_ARITHMETIC", "IMAGES_NOT_SIMULATED"]
@@ -166,6 +167,7 @@ def check_supported(sheet: Sheet, running_format: str,
     if sheet.placement.gpus != 1:
         raise UnsupportedBySimulation("simulate runs one GPU's model; expected placement.gpus 1",
                                       field="placement.gpus", value=sheet.placement.gpus)
+    check_loss(sheet)
     if sheet.task == "inference" and sheet.inference is None:
         raise SimulationError("nothing to run: an inference sheet needs its inference block "
                               "(prompt_tokens, new_tokens)", field="inference", value=None)

@@ -154,17 +154,21 @@ class GpuRules:
         requested: the sheet's ``attention``.
         attention: apply rule 1 (route SDPA).
         packed_sequences: apply rule 2 (answer the packed-sequence check as a GPU run does).
+        packed: the inputs are packed (``training.packing``): rule 2 answers with the
+            documents' indices instead of "not packed".
 
     Attributes:
         choices: counter of (kernel, reason) over attention calls.
     """
 
     def __init__(self, compute_capability: tuple[int, int], *, requested: str = "sdpa",
-                 attention: bool = True, packed_sequences: bool = True) -> None:
+                 attention: bool = True, packed_sequences: bool = True,
+                 packed: bool = False) -> None:
         self.cc = tuple(compute_capability)
         self.requested = requested
         self.attention = attention
         self.packed_sequences = packed_sequences
+        self.packed = packed
         self.choices: Counter = Counter()
         self._stack: ExitStack | None = None
 
@@ -178,7 +182,8 @@ class GpuRules:
                 torch.nn.functional, "scaled_dot_product_attention", self._router(original)))
         if self.packed_sequences:
             self._stack.enter_context(mock.patch.object(
-                masking_utils, "find_packed_sequence_indices", _not_packed))
+                masking_utils, "find_packed_sequence_indices",
+                _packed if self.packed else _not_packed))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -240,6 +245,16 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if dropout_p > 0:
         attn = torch.nn.functional.dropout(attn, p=dropout_p)
     return attn @ value
+
+
+def _packed(position_ids):
+    """The GPU answer of ``find_packed_sequence_indices`` for packed inputs: the document index
+    of each position, ``(diff(position_ids) != 1).cumsum(-1)`` as transformers'
+    ``masking_utils`` computes it, without its data-dependent "is it packed" read (the
+    simulator's packed inputs always are)."""
+    import torch
+    diff = torch.diff(position_ids, prepend=position_ids[:, :1] - 1, dim=-1)
+    return (diff != 1).cumsum(-1)
 
 
 def _not_packed(position_ids):

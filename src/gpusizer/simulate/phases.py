@@ -132,7 +132,8 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
     start = time.perf_counter()
     tracker = LiveTracker()
     gpu = GpuRules(compute_capability, requested=sheet.attention, attention=rules.attention,
-                   packed_sequences=rules.packed_sequences)
+                   packed_sequences=rules.packed_sequences,
+                   packed=bool(sheet.training and sheet.training.packing))
     from .build import moves_that_change_nothing_skipped
     fake = FakeTensorMode() if rules.fake else _NullContext()
     reads = _DataDependentReads() if rules.fake else _NullContext()
@@ -148,7 +149,7 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
             hook = None if quantization is None else _quantizer(quantization, dtype, tracker)
             built = build_model(config_dict, dtype=dtype, attention=sheet.attention,
                                 task=sheet.task, sheet=sheet,
-                                gradient_checkpointing=bool(t and t.gradient_checkpointing),
+                                gradient_checkpointing=bool(t and t.checkpoint_mode == "full"),
                                 pause=tracker.paused if hook else None, after_build=hook)
             state["model"] = built.model
             state["lora"] = sheet.task in ("lora", "qlora")
@@ -362,16 +363,23 @@ def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -
     impl = t.optimizer_impl if rules.optimizer else "cpu-default"
     micro = 2 if t.gradient_accumulation > 1 else 1
 
+    from .losses import loss_note, training_loss
+    if t.loss != "standard":
+        notes.append(f"loss {t.loss}: {loss_note(t.loss, sheet.stack.framework)}")
+    if t.packing:
+        notes.append("packing: two documents per sequence (position_ids restart halfway), so "
+                     "transformers builds its packed-sequence mask")
+
     def micro_steps() -> None:
         for _ in range(micro):
             with tracker.phase("forward", known):
                 ids = torch.zeros((t.microbatch, t.sequence_length), dtype=torch.long)
                 labels = ids.clone()
                 with amp():
-                    loss = model(input_ids=ids, labels=labels).loss
+                    loss, kept = training_loss(model, sheet, ids, labels)
             with tracker.phase("backward", known):
                 (loss / t.gradient_accumulation).backward()
-                del loss, ids, labels
+                del loss, kept, ids, labels
 
     micro_steps()
     with tracker.phase("optimizer_step", known):
@@ -403,8 +411,8 @@ def _run_training(sheet, built, tracker, known, state, rules, notes, autocast) -
         ids = torch.zeros((vmb, t.sequence_length), dtype=torch.long)
         labels = ids.clone()
         with amp():
-            loss = model(input_ids=ids, labels=labels).loss
-        del loss, ids, labels
+            loss, kept = training_loss(model, sheet, ids, labels, validation=True)
+        del loss, kept, ids, labels
     model.train()
     return trainable
 

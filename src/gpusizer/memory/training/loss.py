@@ -20,9 +20,10 @@ size, c = bytes of the lm_head output):
   ``torch.utils.checkpoint``: ``h.float() @ w.float().t()`` (an fp32 copy of the lm_head
   weight, 4·V·h, unless it is fp32 already), ``log_softmax``, and the entropy metric
   ``-(log_p.exp() * log_p)``: forward holds max(4·V·h + 4·256·(h + V), 16·256·V); backward
-  recomputes a chunk with its saved fp32 weight copy, ``log_p`` and ``exp`` beside the two
-  fp32 gradients (4·V·h + 16·256·V), plus the reordered hidden's gradient, one full-size slice
-  gradient beside the accumulated one (2·c·T·h).
+  recomputes a chunk with its saved fp32 weight copy and ``log_p`` beside the two fp32
+  gradients (4·V·h + 12·256·V: the entropy goes out with the model output, dropped before
+  ``backward``, so its branch keeps nothing), plus the reordered hidden's gradient, one
+  full-size slice gradient beside the accumulated one (2·c·T·h).
 - ``chunked``, LitGPT — ``litgpt/model.py`` ``GPT.forward(lm_head_chunk_size=128)`` and
   ``litgpt/utils.py`` ``chunked_cross_entropy`` (Lightning-AI/litgpt 2685705, 2026-06): the
   lm_head runs per 128 positions and ``cross_entropy`` takes the chunks as they are (no fp32
@@ -153,11 +154,11 @@ def loss_memory(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq
         weight_copy = 4 * v * h if c < 4 else 0
         hidden = c * t * h
         fwd = hidden + max(weight_copy + 4 * k * (h + v), 16 * k * v)
-        bwd = 3 * hidden + weight_copy + 16 * k * v
+        bwd = 3 * hidden + weight_copy + 12 * k * v
         return LossMemory(fwd, bwd, rule, f"reordered hidden {c}×{t}×{h} B; chunk of {k} tokens:"
                           f" fp32 lm_head copy {weight_copy} B + max(4×{k}×({h} + {v}), "
                           f"16×{k}×{v}) B; backward start 3×{c}×{t}×{h} + {weight_copy} + "
-                          f"16×{k}×{v} B", "trl/trainer/sft_trainer.py "
+                          f"12×{k}×{v} B", "trl/trainer/sft_trainer.py "
                           "_chunked_cross_entropy_loss (loss_type chunked_nll)", False)
     if rule.startswith("LitGPT"):
         chunk = batch * min(seq, LITGPT_CHUNK_POSITIONS)
@@ -195,12 +196,13 @@ def loss_memory(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq
 def validation_loss(loss: str, framework: str, facts: ModelFacts, *, batch: int, seq: int,
                     c: int) -> tuple[int, str] | None:
     """The loss's bytes in a validation forward (no gradients), ``(bytes, formula)``, for the
-    rules that never materialize the whole logits; None where the model's forward makes them
-    (standard; LitGPT's ``validate()`` runs ``model(input_ids)`` and ``chunk_size=0``; Liger's
-    patched forward skips the logits only when ``self.training``, liger_kernel/transformers/
-    model/llama.py) — the caller then sizes the standard loss, and LitGPT's bf16
-    ``log_softmax`` is within it.
+    rules other than transformers' own; None where that one runs (standard; Liger's patched
+    forward skips the logits only when ``self.training``, liger_kernel/transformers/model/
+    llama.py) — the caller then sizes the standard loss. The bytes replace the forward's
+    logits and the loss.
 
+    LitGPT: ``validate()`` runs ``model(input_ids)`` and ``chunked_cross_entropy(chunk_size=0)``,
+    whole logits and their ``log_softmax`` in the compute dtype, 2·c·T·V;
     torchtune: one chunk's c logits, fp32 copy and ``log_softmax`` (c + 4 + 4)·⌈T/8⌉·V; TRL: the
     reordered hidden c·T·h and one chunk's forward, max(4·V·h + 4·256·(h + V), 16·256·V);
     Unsloth: its fused loss runs whenever labels are given (unsloth/models/llama.py
@@ -210,6 +212,8 @@ def validation_loss(loss: str, framework: str, facts: ModelFacts, *, batch: int,
     rule = loss_rule(loss, framework)
     t, v, h = batch * seq, facts.architecture.vocab_size, facts.architecture.hidden_size
     copy = 4 if c < 4 else 0
+    if rule.startswith("LitGPT"):
+        return 2 * c * t * v, f"logits {c}×{t}×{v} B + log_softmax {c}×{t}×{v} B (no upcast)"
     if rule.startswith("torchtune"):
         chunk = -(-t // TORCHTUNE_CHUNKS)
         return ((c + copy + 4) * chunk * v,
