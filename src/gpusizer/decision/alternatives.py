@@ -333,10 +333,11 @@ def _checkpointing(sheet, facts, card, check: FitCheck):
     t = sheet.training
     if t is None:
         return None, "inference: no activations kept for a backward pass"
-    if t.gradient_checkpointing:
+    if t.checkpoint_mode == "full" and t.checkpointing.every == 1:
         return None, "gradient checkpointing is already on"
     one = sheet.model_copy(update={"training": t.model_copy(update={
-        "gradient_checkpointing": True})})
+        "gradient_checkpointing": True, "checkpointing": type(t.checkpointing)(
+            offload=t.checkpointing.offload)})})
     fit = check(one, facts, card)
     if fit.fits is not True:
         return None, fit.reason

@@ -35,22 +35,36 @@ def prepare_training(model, sheet: Sheet):
     """Make the trained parameters trainable (LoRA adapters or everything); returns the model.
 
     Raises:
-        MeasureUnsupportedError: qlora (bitsandbytes on CUDA).
+        MeasureUnsupportedError: qlora (bitsandbytes on CUDA); a chunked or fused loss,
+            packing, selective checkpointing or offload without checkpointing (the harness
+            runs none of them).
     """
     t = sheet.training
     if sheet.task == "qlora":
         raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
                                       "harness runs 16/32-bit bases", field="task",
                                       value=sheet.task)
-    if t.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    unrun = [(f, v) for f, v, asked in (
+        ("training.loss", t.loss, t.loss != "standard"),
+        ("training.packing", True, t.packing),
+        ("training.checkpointing.mode", "selective", t.checkpoint_mode == "selective"),
+        ("training.checkpointing.offload", True,
+         t.checkpointing.offload and t.checkpoint_mode != "full")) if asked]
+    if unrun:
+        raise MeasureUnsupportedError("the harness runs transformers' own loss, unpacked "
+                                      "sequences and whole-layer checkpointing (use gpusizer "
+                                      "estimate)", field=unrun[0][0], value=unrun[0][1])
+    if t.checkpoint_mode == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False},
+                                            every_n_layers=t.checkpointing.every,
+                                            offload=t.checkpointing.offload)
     if sheet.task == "lora":
         from peft import LoraConfig, get_peft_model
         lora = t.lora
         targets = None if lora.targets == "default" else lora.targets
         cfg = LoraConfig(r=lora.rank, lora_alpha=lora.alpha or 2 * lora.rank,
                          target_modules=targets, lora_dropout=0.0, task_type="CAUSAL_LM")
-        if t.gradient_checkpointing:
+        if t.checkpoint_mode == "full":
             model.enable_input_require_grads()
         model = get_peft_model(model, cfg, autocast_adapter_dtype=t.precision == "amp")
     else:

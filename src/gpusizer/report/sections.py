@@ -56,7 +56,8 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
         t = s["training"]
         lines.append(f"Training: sequence {t['sequence_length']} tokens; microbatch "
                      f"{t['microbatch']}; gradient accumulation {t['gradient_accumulation']}; "
-                     f"gradient checkpointing {'on' if t['gradient_checkpointing'] else 'off'}")
+                     f"gradient checkpointing {'on' if t['gradient_checkpointing'] else 'off'}"
+                     + _strategies(t))
     p = s["placement"]
     lines.append(f"Placement: {p['gpus']} GPU(s), {p['strategy']} — every memory figure is per GPU")
     lines.append(f"Reserve (declared by the user, never added to a peak): "
@@ -176,3 +177,14 @@ def offer_sections(doc: dict[str, Any], view: View = View()) -> list[Section]:
         *(f"catalog {c['file']} sha256 {c['sha256']} ({c.get('offers', '?')} offers)"
           for c in cats))))
     return out
+
+
+def _strategies(t: dict) -> str:
+    """The loss, packing and checkpointing keys a training sheet sets beyond the defaults."""
+    ckpt = t.get("checkpointing") or {}
+    parts = [f"loss {t['loss']}" if t.get("loss", "standard") != "standard" else "",
+             "packed sequences" if t.get("packing") else "",
+             f"checkpointing {ckpt['mode']}" if ckpt.get("mode") else "",
+             f"every {ckpt['every']} layers" if ckpt.get("every", 1) > 1 else "",
+             "activations offloaded to the host" if ckpt.get("offload") else ""]
+    return "".join(f"; {p}" for p in parts if p)

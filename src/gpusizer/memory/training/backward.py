@@ -42,7 +42,7 @@ def backward_items(training: Training, facts: ModelFacts, trained: Trainable,
     moe_layers = facts.architecture.moe.moe_layers if facts.architecture.moe else 0
     dense_layers = facts.architecture.num_layers - moe_layers
     saved = [layer.saved_bytes] * dense_layers + [layer.moe_saved_bytes] * moe_layers
-    plan = layer_plan(training, layer, [False] * dense_layers + [True] * moe_layers)
+    plan = layer_plan(training, layer, [False] * dense_layers + [True] * moe_layers, framework)
     checkpointing = plan.mode != "none"
     # packed sequences under sdpa / eager: one B × 1 × s × s bool mask every layer reads until
     # its backward (transformers masking_utils.sdpa_mask: no is_causal skip for packed
@@ -72,7 +72,8 @@ def backward_items(training: Training, facts: ModelFacts, trained: Trainable,
                           layer_gradients_bytes=layer_gradients,
                           all_gradients_bytes=gradients_bytes, working_bytes=working,
                           recomputed_bytes=plan.recomputed_bytes,
-                          offloaded=offload, forward_gpu_bytes=plan.forward_gpu_bytes + mask)
+                          offloaded=offload, forward_gpu_bytes=plan.forward_gpu_bytes + mask,
+                          prefetch=plan.prefetch)
     return [
         _activations_item(layer, len(saved), plan.forward_gpu_bytes + mask + final_norm,
                           final_norm, plan, peak, mask),

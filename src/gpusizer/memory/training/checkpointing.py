@@ -10,13 +10,19 @@ and what activation offloading moves to the host.
 - every k (torchtune ``torchtune/training/activations.py``, pytorch/torchtune bd2a0fc: a counter
   from 1, ``_count % every_x_layer == 0``): layers k, 2k, … are checkpointed, the others keep
   everything;
-- offload (torchtune ``torchtune/training/_activation_offloading.py`` ``OffloadActivations``,
-  built on ``torch.autograd.graph.saved_tensors_hooks``, as ``torch.autograd.graph.save_on_cpu``):
-  every tensor the forward keeps for backward (the checkpointed inputs, else the saved
-  activations) goes to pinned host memory and comes back before its layer's backward; on the GPU
-  stay the tensors not yet copied out (``max_fwd_stash_size=5`` tensors: five layer inputs under
-  full checkpointing, otherwise bounded here by two layers' kept tensors) and, in backward, the
-  running layer's and the next one's (brought back ahead on the side stream).
+- offload: every tensor the forward keeps for backward goes to pinned host memory and comes
+  back before its layer's backward. Two rules:
+  - with full checkpointing outside torchtune, transformers ``activation_checkpointing_enable(
+    offload=True)`` (``modeling_utils._activation_checkpointing_enable``, transformers 5.24:
+    ``torch.autograd.graph.save_on_cpu(pin_memory=True)`` around each checkpoint; Unsloth's
+    ``Unsloth_Offloaded_Gradient_Checkpointer`` alike): the copies run on the compute stream, so
+    nothing waits on the GPU after the forward and a layer's input comes back only when its
+    backward unpacks it;
+  - otherwise torchtune's ``torchtune/training/_activation_offloading.py``
+    ``OffloadActivations`` (TRL's ``activation_offloading`` is the same code): the tensors not
+    yet copied out stay on the GPU (``max_fwd_stash_size=5`` tensors: five layer inputs under
+    full checkpointing, otherwise bounded here by two layers' kept tensors) and, in backward,
+    the next layer's come back ahead on a side stream beside the running layer's.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ class LayerPlan:
         recomputed_bytes: per layer, what backward recomputes while that layer runs.
         offloaded_bytes: kept bytes moved to the host (0 without offload), per GPU.
         forward_gpu_bytes: the kept bytes on the GPU at the end of the forward.
+        prefetch: offloaded, the next layer's tensors come back while a layer runs backward
+            (torchtune's side stream), else only the running layer's are on the GPU.
         text: the plan in words.
     """
 
@@ -52,10 +60,13 @@ class LayerPlan:
     offloaded_bytes: int
     forward_gpu_bytes: int
     text: str
+    prefetch: bool = False
 
 
-def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool]) -> LayerPlan:
-    """The per-layer plan for ``kinds`` (one entry per decoder layer, True for an MoE layer).
+def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool],
+               framework: str = "auto") -> LayerPlan:
+    """The per-layer plan for ``kinds`` (one entry per decoder layer, True for an MoE layer)
+    under ``stack.framework`` (which picks the offload rule, module docstring).
 
     ``layer`` gives the saved bytes of a dense and of an MoE layer, their sub-blocks' parts and
     the layer input (:func:`~gpusizer.memory.activations.layer_activations`).
@@ -87,10 +98,15 @@ def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool]) -
         text += f" every {every} layers ({checkpointed} of {len(kinds)})"
     offloaded = sum(kept) if ckpt.offload else 0
     on_gpu = sum(kept)
-    if ckpt.offload:
+    streams = ckpt.offload and (mode != "full" or framework == "torchtune")
+    if ckpt.offload and not streams:
+        on_gpu = 0
+        text += (f"; offloaded to host memory {offloaded} B (save_on_cpu around each "
+                 "checkpoint, transformers activation_checkpointing_enable(offload=True))")
+    elif ckpt.offload:
         if mode == "full" and every == 1:
             on_gpu = min(OFFLOAD_STASH_TENSORS, len(kept)) * layer.input_bytes
         else:
             on_gpu = min(on_gpu, 2 * max(kept, default=0))
         text += f"; offloaded to host memory {offloaded} B (torchtune OffloadActivations)"
-    return LayerPlan(mode, kept, recomputed, offloaded, on_gpu, text)
+    return LayerPlan(mode, kept, recomputed, offloaded, on_gpu, text, streams)

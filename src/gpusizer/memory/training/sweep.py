@@ -46,7 +46,8 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
                    prior_gradients_bytes: int, head_gradients_bytes: int,
                    layer_gradients_bytes: int, all_gradients_bytes: int,
                    working_bytes: int, recomputed_bytes: Sequence[int] | None = None,
-                   offloaded: bool = False, forward_gpu_bytes: int | None = None) -> SweepPeak:
+                   offloaded: bool = False, forward_gpu_bytes: int | None = None,
+                   prefetch: bool = False) -> SweepPeak:
     """The instant of backward with the largest live total (the first such, from the start).
 
     Args:
@@ -64,9 +65,10 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
         working_bytes: one layer's backward transients.
         recomputed_bytes: per layer, what backward recomputes while it runs (selective or
             every-k checkpointing); None: ``saved`` under ``checkpointing``, else nothing.
-        offloaded: the kept bytes wait in host memory; layer ``i`` holds only its own and
-            layer ``i − 1``'s (brought back ahead), and the start ``forward_gpu_bytes``.
+        offloaded: the kept bytes wait in host memory; layer ``i`` holds only its own (and
+            layer ``i − 1``'s with ``prefetch``), the start ``forward_gpu_bytes``.
         forward_gpu_bytes: with ``offloaded``, the kept bytes still on the GPU at the start.
+        prefetch: with ``offloaded``, the next layer's kept bytes come back ahead.
 
     Layer ``i`` (counted from 0) holds ``Σ kept[:i]`` plus its own ``saved[i]`` (+ ``kept[i]``
     under checkpointing) and ``max(prior, head + layer × (L − i))`` gradients. The lm_head weight
@@ -85,7 +87,8 @@ def backward_sweep(*, saved_bytes: Sequence[int], kept_bytes: Sequence[int],
                           logits_bytes, prior_gradients_bytes, 0)]
     for i in range(layers - 1, -1, -1):
         own = own_bytes[i]
-        below = (kept_bytes[i - 1] if i else 0) if offloaded else sum(kept_bytes[:i])
+        below = ((kept_bytes[i - 1] if i and prefetch else 0) if offloaded
+                 else sum(kept_bytes[:i]))
         gradients = max(prior_gradients_bytes,
                         head_gradients_bytes + layer_gradients_bytes * (layers - i))
         instants.append(SweepPeak(f"layer {i + 1} of {layers}", below + own, 0,
