@@ -339,8 +339,8 @@ class Checkpointing(_Block):
     """selective only: the sub-blocks checkpointed (attention, mlp); the rest keep their
     activations."""
     every: PositiveInt = 1
-    """Checkpoint every k-th decoder layer (layers k, 2k, …; torchtune / torchtitan ac_option);
-    the others keep their activations."""
+    """Checkpoint every k-th decoder layer (transformers every_n_layers: layers 1, k + 1, …;
+    torchtune ac_option: layers k, 2k, …); the others keep their activations."""
     offload: StrictBool = False
     """Move what the forward keeps for backward (the checkpointed inputs, or every saved
     activation without checkpointing) to pinned host memory, and back before its layer's

@@ -7,9 +7,11 @@ and what activation offloading moves to the host.
 - selective (torchtune / torchtitan ``checkpoint_wrapper`` around sub-modules): each sub-block
   named in ``modules`` (attention, mlp) keeps only its input r·T·h and recomputes its part; the
   rest of the layer keeps its activations;
-- every k (torchtune ``torchtune/training/activations.py``, pytorch/torchtune bd2a0fc: a counter
-  from 1, ``_count % every_x_layer == 0``): layers k, 2k, … are checkpointed, the others keep
-  everything;
+- every k: transformers ``activation_checkpointing_enable(every_n_layers=k)``
+  (``modeling_utils._set_gradient_checkpointing``, transformers 5.24: ``layer_index % k == 0``,
+  layers 1, k + 1, …); torchtune ``torchtune/training/activations.py`` (pytorch/torchtune
+  bd2a0fc: a counter from 1, ``_count % every_x_layer == 0``, layers k, 2k, …); the other layers
+  keep everything;
 - offload: every tensor the forward keeps for backward goes to pinned host memory and comes
   back before its layer's backward. Two rules:
   - with full checkpointing outside torchtune, transformers ``activation_checkpointing_enable(
@@ -76,7 +78,10 @@ def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool],
     kept, recomputed = [], []
     for i, moe in enumerate(kinds):
         saved = layer.moe_saved_bytes if moe else layer.saved_bytes
-        wrapped_here = mode != "none" and (i + 1) % every == 0
+        # transformers' _set_gradient_checkpointing: layer_index % every_n_layers == 0 (layers
+        # 1, k + 1, …); torchtune's counter from 1: _count % every_x_layer == 0 (layers k, 2k, …)
+        nth = i + 1 if framework == "torchtune" else i
+        wrapped_here = mode != "none" and nth % every == 0
         if not wrapped_here:
             kept.append(saved)
             recomputed.append(0)
