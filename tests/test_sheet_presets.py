@@ -115,3 +115,28 @@ def test_a_contradiction_after_resolution_is_still_one_line():
     with pytest.raises(SheetError) as e:
         _sheet("trl-sft", checkpointing={"mode": "selective"})
     assert e.value.field == "training.checkpointing.modules"
+
+
+def test_unsloth_readme_case_falls_by_the_loss_and_offload_and_says_what_is_left():
+    """unslothai/unsloth README, "Context length benchmarks": Llama 3.1 8B QLoRA (r 32, all
+    linear) fits 78,475 tokens in 24 GB (examples/validation/unsloth-readme-…yaml). As
+    transformers + PEFT run it the full-vocabulary loss alone is 120 GB; with Unsloth's
+    defaults (fused loss, offloaded checkpoints) it falls to a few tens of GB. It stays above
+    24 GB: Unsloth's own Triton kernels (not sized) keep less, which the note says."""
+    from gpusizer import api
+    from gpusizer.yaml_reader import parse_yaml
+    path = EXAMPLES / "validation" / "unsloth-readme-llama31-8b-qlora-24gb-maxctx.yaml"
+    data = parse_yaml(path.read_text())
+    plain = api.estimate(parse_sheet(data)).result.estimate
+    data["training"].pop("gradient_checkpointing")
+    data["stack"] = {"framework": "unsloth"}
+    unsloth = api.estimate(parse_sheet(data)).result.estimate
+    logits = {e: next(i for i in e.items if i.name == "logits").bytes for e in (plain, unsloth)}
+    # standard: 12 × T × V fp32 at the start of backward, T = 78475, V = 128256
+    assert logits[plain] == 12 * 78475 * 128256
+    # Unsloth: 12 chunks of ⌈78475 / 12⌉ = 6540 tokens, (2 + 8) B per logit + grad_inputs
+    assert logits[unsloth] == 2 * 78475 * 4096 + 10 * 6540 * 128256
+    assert unsloth.training.activation_offload_bytes == 32 * 2 * 78475 * 4096
+    assert unsloth.peak_bytes < plain.peak_bytes / 4
+    assert unsloth.peak_bytes > 24 * 10**9
+    assert any("not sized: Unsloth's own Triton kernels" in n for n in unsloth.note_texts)

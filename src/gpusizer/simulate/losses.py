@@ -92,7 +92,9 @@ def training_loss(model, sheet: Sheet, ids, labels, *, validation: bool = False)
         total = 0.0
         for h, y in zip(flat.tensor_split(TORCHTUNE_CHUNKS), flat_targets.tensor_split(
                 TORCHTUNE_CHUNKS)):
-            total = total + F.cross_entropy(head(h).float(), y, reduction="sum")
+            logits = head(h)   # compute_cross_entropy keeps its local until the loss is made
+            total = total + F.cross_entropy(logits.float(), y, reduction="sum")
+            del logits
         return total / count, None
     if rule.startswith("LitGPT"):
         size = hidden.shape[1] if validation else LITGPT_CHUNK_POSITIONS
