@@ -6,7 +6,6 @@ from __future__ import annotations
 from gpusizer.memory.activations import LayerActivations
 from gpusizer.memory.estimate import estimate_memory
 from gpusizer.memory.training.checkpointing import OFFLOAD_STASH_TENSORS, layer_plan
-from gpusizer.memory.training.sweep import backward_sweep
 from gpusizer.sheet import parse_sheet
 
 from .conftest import facts_of, sheet
@@ -52,28 +51,6 @@ def test_offload_moves_the_kept_bytes_to_the_host():
     # without checkpointing (torchtune / TRL OffloadActivations): two layers' saved tensors
     plain = layer_plan(_training(checkpointing={"offload": True}), LAYER, [False] * 8)
     assert plain.offloaded_bytes == 800 and plain.forward_gpu_bytes == 200
-
-
-def _sweep(**kw):
-    args = dict(saved_bytes=[100] * 3, kept_bytes=[10] * 3, checkpointing=False,
-                final_norm_bytes=0, logits_bytes=0, prior_gradients_bytes=0,
-                head_gradients_bytes=0, layer_gradients_bytes=0, all_gradients_bytes=0,
-                working_bytes=0)
-    args.update(kw)
-    return backward_sweep(**args)
-
-
-def test_sweep_with_recomputed_bytes_and_offload():
-    # selective: layer 3 holds kept[0] + kept[1] + its own kept 50 + recomputed 60 = 10+10+110
-    peak = _sweep(kept_bytes=[50, 50, 50], recomputed_bytes=[60, 60, 60])
-    assert (peak.at, peak.activations_bytes) == ("layer 3 of 3", 50 + 50 + 50 + 60)
-    # offloaded, no prefetch: a layer holds only its own input and what it recomputes
-    off = _sweep(kept_bytes=[10] * 3, recomputed_bytes=[100] * 3, offloaded=True,
-                 forward_gpu_bytes=0)
-    assert off.activations_bytes == 110
-    pre = _sweep(kept_bytes=[10] * 3, recomputed_bytes=[100] * 3, offloaded=True,
-                 forward_gpu_bytes=0, prefetch=True)
-    assert pre.activations_bytes == 120
 
 
 def test_estimate_with_offload_reports_the_host_bytes():

@@ -68,3 +68,19 @@ def test_training_dtypes(task, weights, precision, expected):
     assert (d.trainable_bytes, d.residual_bytes, d.linear_output_bytes, d.attention_bytes,
             d.logits_bytes) == expected
     assert d.trainable_dtype == ("fp32" if precision == "amp" else "bf16")
+
+
+def test_sweep_with_recomputed_bytes_and_offload():
+    quiet = dict(saved_bytes=[100] * 3, final_norm_bytes=0, logits_bytes=0,
+                 layer_gradients_bytes=0, all_gradients_bytes=0, working_bytes=0)
+    # selective: layer 3 holds kept[0] + kept[1] + its own kept 50 + recomputed 60
+    peak = _sweep(**quiet, kept_bytes=[50, 50, 50], recomputed_bytes=[60, 60, 60])
+    assert (peak.at, peak.activations_bytes) == ("layer 3 of 3", 50 + 50 + 50 + 60)
+    # offloaded, no prefetch: a layer holds only its own input and what it recomputes
+    off = _sweep(**quiet, kept_bytes=[10] * 3, recomputed_bytes=[100] * 3, offloaded=True,
+                 forward_gpu_bytes=0)
+    assert off.activations_bytes == 110
+    # with prefetch (torchtune's side stream) the layer below is back too
+    pre = _sweep(**quiet, kept_bytes=[10] * 3, recomputed_bytes=[100] * 3, offloaded=True,
+                 forward_gpu_bytes=0, prefetch=True)
+    assert pre.activations_bytes == 120
