@@ -328,8 +328,8 @@ checkpointing wraps (recomputed in backward; each keeps only its input)."""
 
 
 class Checkpointing(_Block):
-    """``training.checkpointing``: activation checkpointing beyond transformers' default (CONTRACT.md;
-    ``gradient_checkpointing: true`` is the same as ``{mode: full}``)."""
+    """``training.checkpointing``: activation checkpointing beyond transformers' default
+    (CONTRACT.md; ``gradient_checkpointing: true`` is the same as ``{mode: full}``)."""
 
     mode: Literal["full", "selective"] | None = None
     """full: every checkpointed decoder layer keeps only its input and is recomputed in

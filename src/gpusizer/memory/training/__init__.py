@@ -116,9 +116,10 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     export_bytes, export = export_items(training.export, facts, trained.adapters, dtypes, runs=runs)
     placed, placement_notes = placement_items(facts, runs=runs, full=trained.full, dtypes=dtypes,
                                               shards=shards, gradients_bytes=gradients_bytes)
+    every_layer = plan.mode == "full" and training.checkpointing.every == 1
     items = [*resharded_weights(weight_items, trained, dtypes, shards, phases), *adapters,
-             *cast_items(facts, trained.full, plan.mode == "full"
-                         and training.checkpointing.every == 1, dtypes, shards, phases), *optimizer, *backward,
+             *cast_items(facts, trained.full, every_layer, dtypes, shards, phases),
+             *optimizer, *backward,
              validation_item(training, facts, dtypes, runs=runs, kernel=kernel,
                              framework=sheet.stack.framework), *export, *placed]
     tokens = training.microbatch * training.sequence_length
