@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...sheet import Training
+from ...sheet import CHECKPOINTED_MODULES, Training
 from ..activations import LayerActivations
 
 __all__ = ["LayerPlan", "layer_plan", "OFFLOAD_STASH_TENSORS"]
@@ -90,8 +90,9 @@ def layer_plan(training: Training, layer: LayerActivations, kinds: list[bool],
             kept.append(layer.input_bytes)
             recomputed.append(saved)
             continue
-        parts = {"attention": layer.attention_block_bytes,
-                 "mlp": layer.moe_block_bytes if moe else layer.mlp_block_bytes}
+        # the sheet's sub-block names, in CHECKPOINTED_MODULES' order: attention, then the MLP
+        parts = dict(zip(CHECKPOINTED_MODULES, (
+            layer.attention_block_bytes, layer.moe_block_bytes if moe else layer.mlp_block_bytes)))
         wrapped = sum(parts[m] for m in ckpt.modules)
         kept.append(saved - wrapped + layer.input_bytes * len(ckpt.modules))
         recomputed.append(wrapped)
