@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..items import Item
 from .dtypes import TrainingDtypes
-from .placement import Sharding
+from .sharding import Sharding
 
 __all__ = ["cast_items"]
 

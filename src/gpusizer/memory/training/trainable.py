@@ -17,7 +17,7 @@ from ..items import Item
 from ..lora import LoraAdapters, lora_adapters
 from ..optimizer_states import TensorShape
 from .dtypes import TrainingDtypes
-from .placement import Sharding, divided_text
+from .sharding import Sharding, divided_text
 
 __all__ = ["Trainable", "trainable", "trained_parts", "adapter_items"]
 
