@@ -180,6 +180,11 @@ def _closing_notes(sheet: Sheet, dtypes: TrainingDtypes, summary: TrainingSummar
     notes = [f"gradient accumulation {sheet.training.gradient_accumulation}: "
              f"{summary.tokens_per_microbatch} tokens per microbatch, "
              f"{summary.tokens_per_update} tokens per update (R12)"]
+    if sheet.training.precision == "amp" and dtypes.master:
+        notes.append(f"precision amp under {sheet.placement.strategy}: sized as the framework's "
+                     "mixed precision (16-bit parameters and gradients, fp32 master copy and "
+                     "states; DeepSpeed bf16/fp16, FSDP MixedPrecision), not torch.autocast over "
+                     "fp32 parameters")
     if sheet.task == "qlora" and not dtypes.prepare_kbit:
         notes.append("prepare_kbit_training false: the modules kept beside the 4-bit base "
                      "(norms, embeddings, lm_head) stay in the compute dtype")

@@ -139,7 +139,7 @@ def _buffers(shards: Sharding, dtypes: TrainingDtypes, gradients: int) -> list[I
                      "torch DistributedDataParallel gradient buckets (PyTorch docs)",
                      f"= gradients {gradients} B")]
     out = []
-    if shards.deepspeed and shards.gpus > 1:
+    if shards.deepspeed:
         stage3 = shards.strategy == "zero3"
         out.append(reduce_bucket_item(shards, dtypes.trainable_bytes))
         if stage3:

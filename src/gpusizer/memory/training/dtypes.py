@@ -7,7 +7,8 @@ docs, Automatic Mixed Precision); ``pure`` keeps everything in the compute dtype
 parameter to fp32, which promotes the residual stream, and bitsandbytes linears
 (``Linear4bit``/``Linear8bitLt``) return their input's dtype.
 
-``precision: master`` is the frameworks' mixed precision (ZeRO paper §3.1 "mixed-precision
+``precision: master`` — and ``amp`` under zero1/2/3 and a multi-GPU fsdp, whose mixed
+precision it is — is the frameworks' mixed precision (ZeRO paper §3.1 "mixed-precision
 training"; DeepSpeed ``bf16``/``fp16`` configs, Megatron's distributed optimizer): parameters and
 gradients in the 16-bit compute dtype, an fp32 master copy and fp32 optimizer states beside
 them, no autocast. Under FSDP (``MixedPrecision(param_dtype=…)``) the sharded flat parameter
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from ...formats import weight_format
 from ...sheet import Sheet
 from ..weights import DTYPE_BYTES
+from .sharding import DEEPSPEED_STRATEGIES
 
 __all__ = ["TrainingDtypes", "training_dtypes"]
 
@@ -36,7 +38,8 @@ class TrainingDtypes:
         trainable_dtype: dtype of trained parameters, gradients and optimizer states
             (``fp32`` under amp, else the compute dtype).
         trainable_bytes: its bytes per value.
-        amp: precision amp (autocast over fp32 trained parameters).
+        amp: precision amp (autocast decides the activations' dtypes; over fp32 trained
+            parameters unless ``master``).
         prepare_kbit: QLoRA with ``prepare_model_for_kbit_training`` (the sheet's
             ``training.prepare_kbit_training`` unless false): the kept modules are fp32.
         residual_bytes: the residual stream between layers (4 once prepare_kbit makes the
@@ -72,10 +75,14 @@ def training_dtypes(sheet: Sheet, *, runs: str, compute_dtype: str) -> TrainingD
     """The widths for ``sheet`` (a training sheet) with weights running as ``runs``."""
     training = sheet.training
     compute = DTYPE_BYTES[compute_dtype]
+    placement = sheet.placement
+    fsdp = placement.strategy == "fsdp" and placement.gpus > 1
+    # DeepSpeed's and FSDP's mixed precision is master weights, not torch.autocast over fp32
+    # parameters: amp under them is sized as the framework runs it
+    framework_mixed = placement.strategy in DEEPSPEED_STRATEGIES or fsdp
     amp = training.precision == "amp"
-    master = training.precision == "master"
-    fsdp = sheet.placement.strategy == "fsdp" and sheet.placement.gpus > 1
-    trained = 4 if (amp or (master and fsdp)) else compute
+    master = training.precision == "master" or (amp and framework_mixed)
+    trained = 4 if ((amp and not master) or (master and fsdp)) else compute
     prepare = sheet.task == "qlora" and training.prepare_kbit_training is not False
     # bitsandbytes linears return their input's dtype: fp32 once the residual stream is fp32
     linear_output = 4 if (prepare and weight_format(runs).outputs_follow_input_dtype) else compute

@@ -131,7 +131,7 @@ def placement_items(facts: ModelFacts, *, runs: str, full: bool, dtypes: Trainin
     unit's gradients when every parameter trains; w = the gathered width (fp32 under full amp,
     the compute dtype under master, else the running format's).
     """
-    if shards.deepspeed and shards.gpus > 1:
+    if shards.deepspeed:
         return _deepspeed_items(facts, runs=runs, full=full, dtypes=dtypes, shards=shards)
     if shards.gpus == 1 or shards.strategy == "single":
         return [], []
@@ -148,10 +148,10 @@ def placement_items(facts: ModelFacts, *, runs: str, full: bool, dtypes: Trainin
 def _gathered_width(runs: str, full: bool, dtypes: TrainingDtypes) -> int:
     """Bytes per value of gathered parameters: fp32 for full amp (autocast over fp32
     parameters), the compute dtype under master, else the running format's."""
-    if full and dtypes.amp:
-        return 4
     if dtypes.master:
         return dtypes.compute_bytes
+    if full and dtypes.amp:
+        return 4
     return weight_format(runs).byte_width or dtypes.compute_bytes
 
 
