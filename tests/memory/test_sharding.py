@@ -143,3 +143,13 @@ def test_new_placement_keys_left_at_default_keep_the_hash():
     text = canonical_json(parse_sheet({"model": {"parameters": PSI}, "task": "inference",
                                        "weights": "bf16"}))
     assert "nodes" not in text and "offload" not in text and "fsdp_sharding" not in text
+
+
+def test_two_nodes_add_one_network_connection_per_channel():
+    from gpusizer.memory.nccl import CONNECTION_BYTES, nccl_buffers, within_node_link
+    link = within_node_link("pcie", None)   # 4 channels (memory/nccl.py stated default)
+    one, two = nccl_buffers(8, "zero3", link), nccl_buffers(8, "zero3", link, nodes=2)
+    assert two.bytes - one.bytes == 4 * CONNECTION_BYTES == 4 * 12 * 2 ** 20
+    est = _bare(placement={"gpus": 16, "nodes": 2, "strategy": "zero3"}, precision="master")
+    within = nccl_buffers(8, "zero3", within_node_link(None, None)).bytes
+    assert _items(est)["nccl_buffers"].bytes == within + 32 * CONNECTION_BYTES

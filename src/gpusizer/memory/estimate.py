@@ -490,7 +490,7 @@ def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
                          interconnect=interconnect)
     else:
         nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True,
-                         card=card, interconnect=interconnect)
+                         card=card, interconnect=interconnect, nodes=sheet.placement.nodes)
     return [cuda_context_item(phases), nccl,
             allocator_slack_item(tensor_sizes, phases)]
 
