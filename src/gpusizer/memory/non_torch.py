@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..units import MiB
 from .items import Item
-from .nccl import NCCL_SOURCE, nccl_buffers, within_node_link
+from .nccl import COLLECTIVES, NCCL_SOURCE, nccl_buffers, within_node_link
 
 if TYPE_CHECKING:
     from ..catalog.types import Card
@@ -81,7 +81,7 @@ def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
         nodes: nodes the GPUs spread over (``gpus`` is then the total; the within-node terms
             use ``gpus ÷ nodes``, and > 1 node adds the network connections).
     """
-    if nodes > 1:
+    if nodes > 1 and gpus % nodes == 0 and strategy in COLLECTIVES:
         link = within_node_link(interconnect, card)
         buffers = nccl_buffers(gpus // nodes, strategy, link, nodes)
         return Item("nccl_buffers", buffers.bytes, "declared", phases,

@@ -102,7 +102,7 @@ def divided_text(divisor: int) -> str:
 def sharding(placement: Placement) -> Sharding:
     """The divisors of ``placement`` (module docstring: the ZeRO stages and FSDP strategies)."""
     gpus, strategy = placement.gpus, placement.strategy
-    nodes = placement.nodes
+    nodes = placement.nodes if gpus % placement.nodes == 0 else 1   # the sheet refuses the rest
     mode = placement.fsdp_sharding if strategy == "fsdp" else "full"
     group = 1
     if strategy in SHARDED_STRATEGIES:
