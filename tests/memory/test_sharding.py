@@ -153,3 +153,38 @@ def test_two_nodes_add_one_network_connection_per_channel():
     est = _bare(placement={"gpus": 16, "nodes": 2, "strategy": "zero3"}, precision="master")
     within = nccl_buffers(8, "zero3", within_node_link(None, None)).bytes
     assert _items(est)["nccl_buffers"].bytes == within + 32 * CONNECTION_BYTES
+
+
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+
+def _llama(placement, **training):
+    from .conftest import facts_of, sheet
+    body = {"task": "full", "training": {"sequence_length": 2048, "microbatch": 1,
+                                         "gradient_checkpointing": True, **training},
+            "placement": placement}
+    return estimate_memory(sheet(**body), facts_of(LLAMA)), facts_of(LLAMA)
+
+
+def test_zero3_reference_on_llama_uses_its_largest_module():
+    est, facts = _llama({"gpus": 8, "strategy": "zero3"}, precision="master")
+    arch = facts.architecture
+    # Llama 3.1 8B config.json: vocab 128256 × hidden 4096, the embedding (and the untied
+    # lm_head) is the largest module DeepSpeed's model_to_params finds
+    largest = 128256 * 4096
+    ref = est.training.deepspeed_reference
+    assert ref.gpu_bytes == 4 * largest + int(18 * arch.total_parameters / 8)
+    assert ref.cpu_bytes == int(largest * 4 * 8 * 1.5)
+    gathered = _items(est)["zero3_gathered_parameters"]
+    # (largest + prefetch bucket 5e7) × 2 B gathered, + the largest's 2 B gradient in backward
+    assert gathered.bytes == (largest + 50_000_000) * 2 + largest * 2
+
+
+def test_fsdp_grad_op_keeps_every_unit_gathered():
+    full, facts = _llama({"gpus": 8, "strategy": "fsdp"}, precision="master")
+    grad_op, _ = _llama({"gpus": 8, "strategy": "fsdp", "fsdp_sharding": "grad-op"},
+                        precision="master")
+    arch = facts.architecture
+    layer = (arch.total_parameters - 2 * 128256 * 4096) // arch.num_layers
+    assert _items(full)["fsdp_gathered_layers"].phase_bytes["forward"] == 2 * layer * 2
+    assert _items(grad_op)["fsdp_gathered_layers"].phase_bytes["forward"] == 32 * layer * 2
