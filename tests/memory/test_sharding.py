@@ -28,7 +28,8 @@ def _items(est):
 
 # DeepSpeed's docs, docs/code-docs/source/memory.rst (DeepSpeed 0.19.6), the "cold" tables for
 # total_params=2851e6 (t5-3b), 1 node × 8 GPUs, printed as `{bytes/2**30:7.2f}GB`:
-#   ZeRO-2:  127.45GB | 5.31GB | offload_optimizer=cpu ;  127.45GB | 15.93GB | offload_optimizer=none
+#   ZeRO-2:  127.45GB | 5.31GB | offload_optimizer=cpu
+#            127.45GB | 15.93GB | offload_optimizer=none
 #   ZeRO-3 (largest_layer_params=32e6):
 #     71.69GB | 0.12GB | offload_param=cpu , offload_optimizer=cpu , zero_init=1
 #    127.45GB | 0.12GB | offload_param=cpu , offload_optimizer=cpu , zero_init=0

@@ -33,12 +33,12 @@ from ...sheet import TRAINING_STRATEGIES, Sheet
 from ..items import Item
 from .backward import backward_items
 from .casts import cast_items
+from .deepspeed_reference import DeepSpeedReference, deepspeed_reference
 from .dtypes import TrainingDtypes, training_dtypes
 from .export import export_items
-from .deepspeed_reference import DeepSpeedReference, deepspeed_reference
 from .master import master_items
 from .optimizer import optimizer_items
-from .placement import placement_items, resharded_weights
+from .placement import gradient_shares, placement_items, resharded_weights
 from .sharding import Sharding, sharding
 from .trainable import adapter_items, trainable, trained_parts
 from .validation import validation_item
@@ -131,8 +131,9 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     dtypes = training_dtypes(sheet, runs=runs, compute_dtype=compute_dtype)
     shards = sharding(sheet.placement)
     trained = trainable(sheet, facts)
-    gradients_bytes, host_gradients = _gradients_bytes(trained, dtypes, shards)
-    adapters, adapter_notes = adapter_items(training, trained, dtypes, shards, phases)
+    gradients_bytes, host_gradients = gradient_shares(trained.parameters, dtypes, shards)
+    adapters, adapter_notes, host_adapters = adapter_items(training, trained, dtypes, shards,
+                                                           phases)
     optimizer, optimizer_notes, host_states = optimizer_items(training, trained,
                                                               dtypes.state_bytes, shards)
     master, host_master = master_items(trained, dtypes, shards, phases)
@@ -148,7 +149,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
              validation_item(training, facts, dtypes, runs=runs, kernel=kernel), *export, *placed,
              *master]
     tokens = training.microbatch * training.sequence_length
-    host = [("parameter shards", host_params), ("gradient shards", host_gradients),
+    host = [("parameter shards", host_params + host_adapters),
+            ("gradient shards", host_gradients),
             ("fp32 master copy and gradients", host_master), ("optimizer states", host_states)]
     summary = TrainingSummary(trained.parameters, dtypes.trainable_dtype,
                               trained.adapters.targets if trained.adapters else (), tokens,
@@ -164,16 +166,6 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     notes = [*adapter_notes, *optimizer_notes, *placement_notes, *_closing_notes(sheet, dtypes,
                                                                                 summary)]
     return items, notes, summary
-
-
-def _gradients_bytes(trained, dtypes: TrainingDtypes, shards: Sharding) -> tuple[int, int]:
-    """``(on the GPU, in host RAM)`` gradient bytes per GPU: trained × their width ÷ the gradient
-    shard; offloaded, zero2 / zero3 move the partition to host RAM as fp32 (counted with the
-    master copy) and FSDP keeps its sharded fp32 gradients there; zero1 keeps them whole."""
-    size = trained.parameters * dtypes.trainable_bytes // shards.gradients
-    if not shards.optimizer_offloaded or shards.strategy == "zero1":
-        return size, 0
-    return 0, size if shards.strategy == "fsdp" else 0
 
 
 def _closing_notes(sheet: Sheet, dtypes: TrainingDtypes, summary: TrainingSummary) -> list[str]:

@@ -13,15 +13,15 @@ unknown, so the fit stays unknown and memory ``to_confirm`` (``memory.fit_rule``
 from __future__ import annotations
 
 from ...sheet import Sheet
+from ..activations import TrainedParts
 from ..items import Item
 from ..optimizer_states import optimizer_memory
 from .dtypes import TrainingDtypes, training_dtypes
 from .master import master_items
 from .optimizer import STEADY_PHASES, optimizer_items
-from .placement import reduce_bucket_item
+from .placement import gradient_shares, reduce_bucket_item
 from .sharding import Sharding, divided_text, sharding
 from .trainable import Trainable
-from ..activations import TrainedParts
 
 __all__ = ["bare_count_training_items", "SHAPELESS_OPTIMIZERS"]
 
@@ -92,11 +92,7 @@ def bare_count_training_items(sheet: Sheet, weight_items: list[Item], *, runs: s
         memory = optimizer_memory("adamw", "foreach", [(1, parameters, 1)], dtypes.state_bytes)
         notes.append(f"for scale: AdamW would keep {memory.state_bytes // shards.states} B of "
                      "states per GPU")
-    gradients = parameters * dtypes.trainable_bytes // shards.gradients
-    host_gradients = 0
-    if shards.optimizer_offloaded and shards.strategy != "zero1":
-        host_gradients = gradients if shards.strategy == "fsdp" else 0
-        gradients = 0
+    gradients, host_gradients = gradient_shares(parameters, dtypes, shards)
     master, host_master = master_items(trained, dtypes, shards, phases)
     items = [*weights, *optimizer, *working[:3],
              Item("gradients", gradients, "estimated", ("backward", "optimizer_step"),

@@ -43,7 +43,20 @@ if TYPE_CHECKING:  # trainable.py imports Sharding from here
     from .trainable import Trainable
 
 __all__ = ["Sharding", "sharding", "divided_text", "resharded_weights", "placement_items",
-           "persistent_parameters", "layer_parameters", "reduce_bucket_item"]
+           "persistent_parameters", "layer_parameters", "reduce_bucket_item",
+           "gradient_shares"]
+
+
+def gradient_shares(parameters: int, dtypes: TrainingDtypes, shards: Sharding
+                    ) -> tuple[int, int]:
+    """``(on the GPU, in host RAM)`` gradient bytes per GPU: trained × their width ÷ the
+    gradient shard; offloaded, zero2 / zero3 move the partition to host RAM as fp32 (counted
+    with the master copy, ``master.py``) and FSDP keeps its sharded fp32 gradients there; zero1
+    keeps them whole on the GPU."""
+    size = parameters * dtypes.trainable_bytes // shards.gradients
+    if not shards.optimizer_offloaded or shards.strategy == "zero1":
+        return size, 0
+    return 0, size if shards.strategy == "fsdp" else 0
 
 
 def persistent_parameters(facts: ModelFacts) -> int:
