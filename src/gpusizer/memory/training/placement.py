@@ -22,9 +22,10 @@ the weights under them and the buffers each framework keeps:
   partitioned (one copy per GPU);
 - ``fsdp`` full / hybrid: parameters, gradients and states ÷ the shard group, plus the
   unsharded parameters of the units in flight — the current and the prefetched one
-  (``BackwardPrefetch.BACKWARD_PRE``) — and one unit's unsharded gradients before its
-  reduce-scatter (PyTorch FSDP docs); ``grad-op`` (SHARD_GRAD_OP) keeps every unit gathered
-  from its forward to the end of backward.
+  (``BackwardPrefetch.BACKWARD_PRE``, FSDP's default) — and one unit's unsharded gradients
+  before its reduce-scatter (``torch/distributed/fsdp/api.py``: FULL_SHARD "unshards before the
+  forward, reshards after the forward, unshards before the backward computation"); ``grad-op``
+  (SHARD_GRAD_OP) keeps every unit gathered from its forward to the end of backward.
 """
 
 from __future__ import annotations

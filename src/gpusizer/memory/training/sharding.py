@@ -8,7 +8,8 @@ momentum, variance). Over N_d data-parallel GPUs, stage 1 (P_os) divides the KΨ
 (P_os+g) the gradients too, stage 3 (P_os+g+p) the parameters too:
 ``(2 + 2 + K)Ψ`` → ``2Ψ + 2Ψ + KΨ/N_d`` → ``2Ψ + (2 + K)Ψ/N_d`` → ``(2 + 2 + K)Ψ/N_d``.
 
-PyTorch FSDP (``torch.distributed.fsdp.ShardingStrategy``): FULL_SHARD divides parameters,
+PyTorch FSDP (``torch/distributed/fsdp/api.py``, ``ShardingStrategy``, ``CPUOffload``,
+``MixedPrecision``, ``BackwardPrefetch`` docstrings): FULL_SHARD divides parameters,
 gradients and states over every GPU; SHARD_GRAD_OP keeps the parameters gathered from forward
 to the end of backward (states and gradients stay divided); HYBRID_SHARD is FULL_SHARD inside a
 node and a replica per node (the divisor is the GPUs of one node).
