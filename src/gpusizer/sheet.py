@@ -37,7 +37,7 @@ __all__ = [
     "parse_sheet_text", "Checkpointing", "CHECKPOINTED_MODULES",
 ]
 
-TRAINING_STRATEGIES = ("single", "ddp", "zero2", "fsdp")
+TRAINING_STRATEGIES = ("single", "ddp", "zero1", "zero2", "zero3", "fsdp")
 """Placements a training sheet is sized under (``memory.training``)."""
 WEIGHT_FORMATS = NAMES
 """The ``weights`` values besides ``auto``: the registry's names (``gpusizer.formats``)."""
@@ -369,9 +369,11 @@ class Training(_Block):
     between microbatches)."""
     gradient_checkpointing: StrictBool = False
     """Keep only each decoder layer's input and recompute the layer in backward."""
-    precision: Literal["pure", "amp"] = "pure"
+    precision: Literal["pure", "amp", "master"] = "pure"
     """pure: trained parameters, their gradients and optimizer states in the compute dtype; amp:
-    fp32 copies of those, matmuls in the compute dtype (torch autocast)."""
+    fp32 copies of those, matmuls in the compute dtype (torch autocast); master: 16-bit
+    parameters and gradients beside an fp32 master copy and fp32 optimizer states (DeepSpeed,
+    Megatron, FSDP mixed precision; docs/training-sharding.md)."""
     optimizer: Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "paged-adamw-32bit", "sgd",
                        "sgd-momentum", "adafactor"] = "adamw"
     """The optimizer, which sets the state bytes per trained parameter (torch.optim,
@@ -429,11 +431,26 @@ class Placement(_Block):
     """``placement``: how the workload spreads over GPUs; every memory figure is per GPU."""
 
     gpus: PositiveInt = 1
-    """GPUs of one node the workload runs on (GPUs)."""
-    strategy: Literal["single", "ddp", "zero2", "fsdp", "tensor-parallel", "device-map"] = "single"
-    """single (one GPU); ddp (a full copy per GPU); zero2 / fsdp (training: state sharded over
-    the GPUs); tensor-parallel (inference: linears and heads split); device-map (inference with
-    transformers: whole decoder layers per GPU)."""
+    """GPUs the workload runs on, over all its nodes (GPUs)."""
+    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "tensor-parallel",
+                      "device-map"] = "single"
+    """single (one GPU); ddp (a full copy per GPU); zero1 / zero2 / zero3 (training: DeepSpeed
+    ZeRO, optimizer states / + gradients / + parameters sharded); fsdp (training: PyTorch FSDP,
+    see fsdp_sharding); tensor-parallel (inference: linears and heads split); device-map
+    (inference with transformers: whole decoder layers per GPU)."""
+    HASHED_WHEN_SET = frozenset({"nodes", "fsdp_sharding", "offload"})
+
+    nodes: PositiveInt = 1
+    """Nodes the GPUs are spread over, evenly (gpus ÷ nodes per node); host RAM is per node."""
+    fsdp_sharding: Literal["full", "grad-op", "hybrid"] = "full"
+    """fsdp only: full (FULL_SHARD: parameters, gradients and states sharded over every GPU);
+    grad-op (SHARD_GRAD_OP: parameters stay gathered from forward to the end of backward);
+    hybrid (HYBRID_SHARD: full shard inside a node, replicated across nodes)."""
+    offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    """zero1/zero2/zero3/fsdp: what moves to host RAM. optimizer (ZeRO-Offload: fp32 master
+    copy, fp32 gradients and optimizer states; not fsdp); optimizer+params (zero3: also the
+    16-bit parameter shards; fsdp: CPUOffload(offload_params=True), parameters, gradients and
+    states)."""
 
     @model_validator(mode="after")
     def _single_is_one(self) -> "Placement":
@@ -441,7 +458,30 @@ class Placement(_Block):
             raise _FieldProblem("gpus", self.gpus,
                                 f"strategy 'single' runs on 1 GPU, got gpus={self.gpus}; choose "
                                 "ddp, zero2, fsdp, tensor-parallel or device-map")
+        self._check_nodes_and_sharding()
         return self
+
+    def _check_nodes_and_sharding(self) -> None:
+        """nodes divide the GPUs; fsdp_sharding and offload only where the strategy has them."""
+        if self.gpus % self.nodes:
+            raise _FieldProblem("nodes", self.nodes, f"gpus {self.gpus} must spread "
+                                f"evenly over the nodes: expected a divisor of {self.gpus}")
+        if "fsdp_sharding" in self.model_fields_set and self.strategy != "fsdp":
+            raise _FieldProblem("fsdp_sharding", self.fsdp_sharding,
+                                f"applies to strategy fsdp, not {self.strategy}")
+        if self.offload == "none":
+            return
+        if self.strategy not in ("zero1", "zero2", "zero3", "fsdp"):
+            raise _FieldProblem("offload", self.offload, "applies to strategies "
+                                f"zero1, zero2, zero3 and fsdp, not {self.strategy}")
+        if self.strategy == "fsdp" and self.offload == "optimizer":
+            raise _FieldProblem("offload", self.offload, "FSDP offloads parameters, "
+                                "gradients and optimizer states together (CPUOffload("
+                                "offload_params=True)): expected optimizer+params")
+        if self.strategy in ("zero1", "zero2") and self.offload == "optimizer+params":
+            raise _FieldProblem("offload", self.offload, "DeepSpeed offloads "
+                                "parameters with ZeRO stage 3 only (offload_param): expected "
+                                "optimizer, or strategy zero3")
 
 
 class Quality(_Block):
@@ -634,17 +674,18 @@ class Sheet(_Block):
         strategy, gpus = self.placement.strategy, self.placement.gpus
         if self.task != "inference" and strategy not in TRAINING_STRATEGIES:
             raise _FieldProblem("placement.strategy", strategy, "is not sized for training: "
-                                "expected single, ddp, zero2 or fsdp")
-        if self.task == "inference" and strategy in ("zero2", "fsdp") and gpus > 1:
+                                f"expected {', '.join(TRAINING_STRATEGIES[:-1])} or "
+                                f"{TRAINING_STRATEGIES[-1]}")
+        if self.task == "inference" and strategy in ("zero1", "zero2", "zero3", "fsdp") \
+                and gpus > 1:
             raise _FieldProblem("placement.strategy", strategy, "shards training state; for "
                                 "inference choose tensor-parallel, device-map or ddp")
+        if self.task == "inference" and self.placement.nodes > 1:
+            raise _FieldProblem("placement.nodes", self.placement.nodes, "several nodes are "
+                                "sized for training (ddp, zero1-3, fsdp); serve within one node")
 
     def _check_training(self, tr: Training) -> None:
         """What a lora / qlora / full sheet cannot ask, whatever the model."""
-        if self.model.parameters is not None:
-            raise _FieldProblem("model.parameters", self.model.parameters, "training memory "
-                                "needs the architecture (layers, hidden size, vocabulary): give "
-                                "model.id or model.path, not a bare parameter count")
         if self.task == "full" and "lora" in tr.model_fields_set:
             raise _FieldProblem("training.lora", tr.lora.model_dump(),
                                 "applies to task lora or qlora, not full")

@@ -106,8 +106,8 @@ def test_only_kinds_that_may_count_enter_the_lower_bound():
 
 def test_item_names_come_from_the_table():
     assert set(get_args(ItemName)) == set(ITEM_KINDS)
-    with pytest.raises(ValueError, match="master_weights"):
-        Item("master_weights", 1, "estimated", ("load",), "s")
+    with pytest.raises(ValueError, match="weights_copy"):
+        Item("weights_copy", 1, "estimated", ("load",), "s")
     with pytest.raises(ValueError, match="non_torch"):
         Item("cuda_context", 1, "declared", ("load",), "s")   # outside PyTorch's allocator
     assert {n for n, k in ITEM_KINDS.items() if k.holder == "non_torch"} == {
@@ -141,7 +141,9 @@ def test_every_name_written_is_a_known_kind_and_every_kind_is_written():
                {"task": "lora", "training": {**train, "export": "merged"}},
                {"task": "full", "training": train, "placement": {"gpus": 2, "strategy": "fsdp"}},
                {"task": "full", "training": train,
-                "placement": {"gpus": 2, "strategy": "zero2"}}):
+                "placement": {"gpus": 2, "strategy": "zero2"}},
+               {"task": "full", "training": {**train, "precision": "master"},
+                "placement": {"gpus": 2, "strategy": "zero3"}}):
         produced |= {it.name for it in estimate_memory(sheet(**kw), f).items}
     mapped = set(ITEM_MAPPING) | {n for names in ITEM_MAPPING.values() for n in names}
     written = produced | set(CATEGORY_ITEMS.values()) | set(CARRIED_ITEMS) | mapped

@@ -137,8 +137,8 @@ class CardsResult:
 
 
 def _count_sheet(sheet: Sheet, gpus: int, strategy: str) -> Sheet:
-    placement = sheet.placement.model_copy(update={
-        "gpus": gpus, "strategy": "single" if gpus == 1 else strategy})
+    placement = sheet.placement.model_copy(update={   # the counts are GPUs of one node
+        "gpus": gpus, "nodes": 1, "strategy": "single" if gpus == 1 else strategy})
     return sheet.model_copy(update={"placement": placement})
 
 

@@ -505,11 +505,16 @@ def distribution(ctx: OfferContext) -> Criterion:
                            "(two cards are not one memory space)")
     req = s.requirements
     ram_need = max(req.host_ram or 0, ctx.checkpoint_bytes or 0) or None
+    held = _host_ram_held(ctx)
     if o.host_ram_bytes is None:
-        missing.append("host RAM (undocumented)" + (f"; needed {fmt_bytes(ram_need)}" if ram_need
+        need = max(ram_need or 0, held)
+        missing.append("host RAM (undocumented)" + (f"; needed {fmt_bytes(need)}" if need
                                                      else ""))
     elif req.host_ram and o.host_ram_bytes < req.host_ram:
         excl.append(f"host RAM {fmt_bytes(o.host_ram_bytes)} < required {fmt_bytes(req.host_ram)}")
+    elif held and o.host_ram_bytes < held:
+        excl.append(f"host RAM {fmt_bytes(o.host_ram_bytes)} per node < the {fmt_bytes(held)} "
+                    "the placement keeps there (offloaded states, memory.host_ram_bytes)")
     elif ram_need and o.host_ram_bytes < ram_need:
         missing.append(f"loading with host RAM {fmt_bytes(o.host_ram_bytes)} below the checkpoint "
                        f"{fmt_bytes(ram_need)} (memory-mapped safetensors: slower, confirm)")
@@ -540,6 +545,18 @@ def distribution(ctx: OfferContext) -> Criterion:
                          "confirm " + "; ".join(missing), (_offer_doc(ctx),))
     return Criterion("acceptable", "placement, host RAM, storage and interconnect documented and "
                      "sufficient" + basis, None, (_offer_doc(ctx),))
+
+
+def _host_ram_held(ctx: OfferContext) -> int:
+    """Host RAM per node the placement holds during the steps (offloaded master copy, gradients,
+    states, parameter shards: ``memory.training``, × the GPUs of one node), 0 without offload.
+    Loading is judged on the checkpoint's bytes beside it; paged optimizer states move to host
+    RAM only under pressure and are not held."""
+    est = ctx.estimate
+    if est is None or est.training is None:
+        return 0
+    placement = ctx.sheet.placement
+    return est.training.host_bytes_per_gpu * (placement.gpus // placement.nodes)
 
 
 def _days_after(day: dt.date, days: float) -> dt.date | None:

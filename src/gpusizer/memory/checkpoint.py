@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..formats import quant_params
 from ..model.config_only import ConfigOnlyFacts
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
@@ -33,9 +34,9 @@ def checkpoint_bytes(sheet: Sheet, facts: ModelFacts | ConfigOnlyFacts | None
     fmt = facts.stored_format
     if fmt is None:
         return None, "the stored format is unknown"
-    from .estimate import sheet_quant_params
     bd = weight_breakdown(facts, fmt, compute_dtype="bf16",
-                          quant=sheet_quant_params(sheet, facts, fmt))
+                          quant=quant_params(sheet.quantization, facts.quant, fmt,
+                                             stored_format=facts.stored_format))
     total, how = bd.total_bytes, f"stored format {fmt} arithmetic (no safetensors header read)"
     arch = facts.architecture
     extra = arch.unloaded_checkpoint_layers

@@ -25,6 +25,9 @@ from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_contex
                         nccl_item)
 from .placement import Share, inference_share
 from .training import TrainingSummary, training_items
+from .training.bare_count import bare_count_training_items
+from .training.deepspeed_reference import deepspeed_reference
+from .training.host_ram import host_ram
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
@@ -295,7 +298,6 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
         A :class:`~gpusizer.memory.items.MemoryEstimate` (all bytes per GPU, integers).
 
     Raises:
-        ValueError: a training sheet with ``facts=None``.
         SheetError: the sheet does not hold against the model (length beyond the context
             window, heads or layers the placement cannot split, LoRA targets that match nothing).
         ModelError: a fact the sizing needs is unknown.
@@ -342,6 +344,10 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
                                               weights_bytes=weights_bytes, layout=layout,
                                               kv_full=kv_full)
         notes += pool_notes
+    host = host_ram(sheet, facts, items,
+                    summary.host_bytes_per_gpu if summary is not None else 0,
+                    summary.host_formula if summary is not None else "")
+    made.update(host_ram_bytes=host.bytes, host_ram_formula=host.formula)
     return MemoryEstimate(
         weights_bytes=weights_bytes, items=tuple(items), phase_names=phases,
         lower_bound_items=lower_items,
@@ -390,16 +396,41 @@ def _training_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
     """The training assembler's items (``memory.training``) and the cuBLAS workspace of the
     forward, backward and validation passes.
 
-    Raises:
-        ValueError: no facts (the sheet refuses a bare count for training: a caller's mistake).
+    A bare ``model.parameters`` count (``facts`` None) takes the seed's calculator
+    (``memory.training.bare_count``): what the count fixes, unknown items for the rest.
     """
     if facts is None:
-        raise ValueError("training memory needs the model's facts (model.resolve.facts_for_sheet)")
+        items, t_notes, summary = _bare_count_training(sheet, plan, weight_items, phases)
+        items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
+        return items, [Note("training", n) for n in t_notes], summary
     items, t_notes, summary = training_items(
         sheet, facts, runs=plan.runs, compute_dtype=plan.compute_dtype,
         kernel=plan.rules.attention, weight_items=list(weight_items), phases=phases)
     items.append(cublas_workspace_item(cc, ("forward", "backward", "validation")))
     return items, [Note("training", n) for n in t_notes], summary
+
+
+def _bare_count_training(sheet: Sheet, plan: WeightPlan, weight_items: list[Item],
+                         phases: tuple[str, ...]) -> tuple[list[Item], list[str],
+                                                           TrainingSummary]:
+    """The bare count's training items and a summary of what the count fixes."""
+    items, notes, shards, dtypes, host, trained = bare_count_training_items(
+        sheet, list(weight_items), runs=plan.runs, compute_dtype=plan.compute_dtype,
+        phases=phases)
+    training = sheet.training
+    tokens = training.microbatch * training.sequence_length
+    export = None if training.export != "none" else 0
+    if training.export == "full" and trained is not None:
+        export = trained * dtypes.trainable_bytes
+    summary = TrainingSummary(trained, dtypes.trainable_dtype, (), tokens,
+                              tokens * training.gradient_accumulation * shards.data_parallel,
+                              "unknown (no architecture)", export, plan.rules.attention,
+                              host_bytes_per_gpu=host,
+                              host_formula=f"{host} B" if host else "", placement=shards,
+                              deepspeed_reference=deepspeed_reference(
+                                  sheet, sheet.model.parameters, None, items,
+                                  sheet.task == "full"))
+    return items, notes, summary
 
 
 def _inference_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
@@ -459,7 +490,7 @@ def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
                          interconnect=interconnect)
     else:
         nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True,
-                         card=card, interconnect=interconnect)
+                         card=card, interconnect=interconnect, nodes=sheet.placement.nodes)
     return [cuda_context_item(phases), nccl,
             allocator_slack_item(tensor_sizes, phases)]
 

@@ -53,7 +53,8 @@ ItemName = Literal[
     "allocator_slack", "load_conversion_transient", "prefill_working", "decode_working",
     "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
     "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
-    "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries",
+    "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries", "master_weights",
+    "master_gradients", "zero3_gathered_parameters",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -109,6 +110,9 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "zero_reduce_bucket": ItemKind(_T, "working"),
     "fsdp_gathered_layers": ItemKind(_T, "working"),
     "temporaries": ItemKind(_T, "working"),
+    "master_weights": ItemKind(_T, "state", "master weights"),
+    "master_gradients": ItemKind(_T, "working"),
+    "zero3_gathered_parameters": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
 library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states
@@ -266,6 +270,9 @@ class MemoryEstimate:
         weights_format: the format the weights really have on the GPU (after card rules).
         stored_format: the checkpoint's stored format (None for a bare count).
         training: what a training estimate rests on, or None for inference.
+        host_ram_bytes: host RAM per node the run needs (loading, offload, paged states:
+            ``memory.training.host_ram``), or None when unknown or not computed.
+        host_ram_formula: how ``host_ram_bytes`` was made, with its numbers.
 
     Attributes (derived):
         phases: :func:`phase_peaks` of ``items`` over ``phase_names``.
@@ -299,6 +306,8 @@ class MemoryEstimate:
     weights_format: str = ""
     stored_format: str | None = None
     training: TrainingSummary | None = None
+    host_ram_bytes: int | None = None
+    host_ram_formula: str = ""
     phases: tuple[Phase, ...] = field(init=False)
     envelope_bytes: int = field(init=False)
     peak_bytes: int | None = field(init=False)

@@ -37,6 +37,14 @@ Per GPU (all bytes per GPU):
   ncclNvlsBufferSetup) = 256 MiB on 8 × H100. NCCL 2.18–2.20 sized each by NCCL_BUFFSIZE plus a
   2 MiB alignment: 16 × 2 × 6 MiB × 8 = 1.5 GiB.
 
+Between nodes (``placement.nodes`` > 1): every ring channel leaves and enters each node once,
+and with one NIC per GPU NCCL's search starts channels on every GPU, so each GPU is taken to
+hold, per channel, one network connection with the same per-protocol buffers (LL, LL128,
+Simple = NCCL_BUFFSIZE) as a P2P one: ``src/transport/net.cc`` sizes its receive buffers by the
+same ``comm->buffSizes`` and places them in device memory when GPUDirect RDMA is used (host
+pinned memory otherwise, which then is host RAM, not device memory). This is a stated
+upper-side default, not a measurement: ``channels × CONNECTION_BYTES`` more per GPU.
+
 Not counted: NCCL's communicator structures, work FIFO and the memory of its loaded kernels, and
 send/recv (all-to-all) channels, which MoE expert parallelism opens (NVIDIA/nccl#1685: +3.3 GB
 per GPU on 8 × H100). A measurement replaces the figure.
@@ -172,7 +180,8 @@ class NcclBuffers:
     collectives: str
 
 
-def nccl_buffers(gpus: int, strategy: str, link: WithinNodeLink) -> NcclBuffers:
+def nccl_buffers(gpus: int, strategy: str, link: WithinNodeLink, nodes: int = 1
+                 ) -> NcclBuffers:
     """NCCL buffers per GPU within one node (module docstring: formula and sources).
 
     ``channels × peers × 12 MiB + nvls_channels × 2 × 128 KiB × 8 × gpus``, where peers is 1
@@ -183,14 +192,17 @@ def nccl_buffers(gpus: int, strategy: str, link: WithinNodeLink) -> NcclBuffers:
         gpus: GPUs in the node (>= 2).
         strategy: a key of :data:`COLLECTIVES`.
         link: :func:`within_node_link`'s answer.
+        nodes: nodes the communicator spans; > 1 adds ``channels × CONNECTION_BYTES`` of
+            network connections per GPU (module docstring).
 
     Raises:
         KeyError: a strategy without collectives.
     """
     what, algos = COLLECTIVES[strategy]
     peers = 2 if algos == "ring + tree" and gpus > 2 else 1
-    rings = link.channels * peers * CONNECTION_BYTES
-    nvls = link.nvls_channels * 2 * NVLS_CHUNK * NCCL_STEPS * gpus if link.nvls else 0
+    rings = link.channels * peers * CONNECTION_BYTES if gpus > 1 else 0
+    network = link.channels * CONNECTION_BYTES if nodes > 1 else 0
+    nvls = link.nvls_channels * 2 * NVLS_CHUNK * NCCL_STEPS * gpus if link.nvls and gpus > 1 else 0
     mib = MiB
     low = 2 if link.link == "pcie" else 16
     high = 8 if link.link == "pcie" else 32
@@ -207,4 +219,8 @@ def nccl_buffers(gpus: int, strategy: str, link: WithinNodeLink) -> NcclBuffers:
              f"{high * peers * CONNECTION_BYTES // mib} MiB for {low}–{high} channels "
              "(NCCL_MIN/MAX_NCHANNELS), NCCL >= 2.21; communicator structures and "
              "all-to-all channels not counted")
-    return NcclBuffers(rings + nvls, text, what)
+    if network:
+        text += (f"; between {nodes} nodes: {link.channels} channels × "
+                 f"{CONNECTION_BYTES // mib} MiB network connection (GPUDirect RDMA buffers, "
+                 f"src/transport/net.cc) = {network // mib} MiB")
+    return NcclBuffers(rings + nvls + network, text, what)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..units import MiB
 from .items import Item
-from .nccl import NCCL_SOURCE, nccl_buffers, within_node_link
+from .nccl import COLLECTIVES, NCCL_SOURCE, nccl_buffers, within_node_link
 
 if TYPE_CHECKING:
     from ..catalog.types import Card
@@ -65,7 +65,7 @@ _NO_COLLECTIVES = {
 
 def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
               training: bool = False, card: Card | None = None,
-              interconnect: str | None = None) -> Item:
+              interconnect: str | None = None, nodes: int = 1) -> Item:
     """NCCL communicator buffers within one node, declared from NCCL's documented defaults
     (``memory.nccl``: channels × peers × 12 MiB per connection + NVLS buffers, NCCL >= 2.21;
     NCCL docs "Environment Variables", NCCL_BUFFSIZE 4 MiB for Simple). Not live without
@@ -78,7 +78,15 @@ def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
         training: a training sheet (ddp then all-reduces gradients).
         card: the card, whose NVLink fact and compute capability set the default link.
         interconnect: the offer's ``interconnect`` (``pcie``, ``nvlink``…), or None.
+        nodes: nodes the GPUs spread over (``gpus`` is then the total; the within-node terms
+            use ``gpus ÷ nodes``, and > 1 node adds the network connections).
     """
+    if nodes > 1 and gpus % nodes == 0 and strategy in COLLECTIVES:
+        link = within_node_link(interconnect, card)
+        buffers = nccl_buffers(gpus // nodes, strategy, link, nodes)
+        return Item("nccl_buffers", buffers.bytes, "declared", phases,
+                    NCCL_SOURCE + "; replace with a measurement (nvidia-smi minus "
+                    "max_memory_reserved)", buffers.formula, non_torch=True)
     if gpus == 1 or strategy == "device-map" or (strategy == "ddp" and not training):
         why = _NO_COLLECTIVES["single" if gpus == 1 else strategy]
         return Item("nccl_buffers", 0, "declared", (), why, "0 (not live)", non_torch=True)

@@ -73,6 +73,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
         "lower_bound_covers": est.lower_bound_covers,
+        "host_ram_bytes": est.host_ram_bytes, "host_ram_formula": est.host_ram_formula,
         "items": [_item(i) for i in est.items], "phases": [_phase(p) for p in est.phases],
         **_pool_blocks(est.pool), "training": _training(est), "notes": list(est.note_texts),
     }
@@ -87,7 +88,30 @@ def _training(est: MemoryEstimate) -> dict[str, Any] | None:
             "tokens_per_microbatch": t.tokens_per_microbatch,
             "tokens_per_update": t.tokens_per_update, "backward_peak_at": t.backward_peak_at,
             "export_bytes": t.export_bytes, "attention_kernel": t.kernel, "loss": t.loss,
-            "activation_offload_bytes": t.activation_offload_bytes}
+            "activation_offload_bytes": t.activation_offload_bytes,
+            "placement": _sharding(t.placement), "host_bytes_per_gpu": t.host_bytes_per_gpu,
+            "deepspeed_reference": _deepspeed(t.deepspeed_reference)}
+
+
+def _sharding(p) -> dict[str, Any] | None:
+    """How the training state is divided (``memory.training.sharding``)."""
+    if p is None:
+        return None
+    return {"strategy": p.strategy, "gpus": p.gpus, "nodes": p.nodes, "shard_group": p.group,
+            "parameters_divisor": p.parameters, "gradients_divisor": p.gradients,
+            "states_divisor": p.states, "fsdp_sharding": p.fsdp_sharding if p.strategy == "fsdp"
+            else None, "offload": p.offload}
+
+
+def _deepspeed(ref) -> dict[str, Any] | None:
+    """DeepSpeed's own estimator beside our figure (``memory.training.deepspeed_reference``)."""
+    if ref is None:
+        return None
+    return {"estimator": ref.estimator, "gpu_bytes": ref.gpu_bytes, "cpu_bytes": ref.cpu_bytes,
+            "additional_buffer_factor": ref.additional_buffer_factor,
+            "ours_model_states_bytes": ref.ours_model_states_bytes, "formula": ref.formula,
+            "difference": ref.difference, "label": "reference: DeepSpeed's estimator, not our "
+            "figure"}
 
 
 def model_dict(sheet: Sheet, facts: ModelFacts | None, trainable: int | None = 0) -> dict[str, Any]:

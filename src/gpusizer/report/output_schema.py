@@ -141,12 +141,17 @@ class MemoryOut(_Out):
     conservative_envelope_bytes: int | None = None
     lower_bound_bytes: int | None = Field(None, description="the certain lower bound (bytes)")
     lower_bound_covers: str | None = Field(None, description="what the lower bound counts")
+    host_ram_bytes: int | None = Field(
+        None, description="host RAM per node the run needs: max(loading the checkpoint, "
+                          "offloaded and paged states during the steps); null when unknown")
+    host_ram_formula: str | None = Field(None, description="how host_ram_bytes was made")
     items: list[ItemOut]
     phases: list[PhaseOut]
     pool: PoolOut | None = None
     vllm: PoolOut | None = Field(None, description="alias of pool until schema_version 3")
     training: dict[str, Any] | None = Field(None, description="adaptation facts: trainable "
-                                                              "parameters and dtype, tokens")
+                                                              "parameters and dtype, tokens, "
+                                                              "placement, deepspeed_reference")
     notes: list[str] = Field(default_factory=list)
 
 

@@ -59,10 +59,33 @@ def header_lines(doc: dict[str, Any]) -> list[str]:
                      f"gradient checkpointing {'on' if t['gradient_checkpointing'] else 'off'}"
                      + _strategies(t))
     p = s["placement"]
-    lines.append(f"Placement: {p['gpus']} GPU(s), {p['strategy']} — every memory figure is per GPU")
+    extra = "".join(f", {label} {p[key]}" for key, label, default in (
+        ("nodes", "nodes", 1), ("fsdp_sharding", "fsdp sharding", "full"),
+        ("offload", "offload", "none")) if p.get(key, default) != default)
+    lines.append(f"Placement: {p['gpus']} GPU(s), {p['strategy']}{extra} — every memory figure "
+                 "is per GPU")
     lines.append(f"Reserve (declared by the user, never added to a peak): "
                  f"{fmt_bytes(s['reserve'])}; margin: {s['margin']}")
     return lines
+
+
+def _host_and_reference(mem: dict[str, Any]) -> list[Section]:
+    """Host RAM per node and DeepSpeed's own estimator (a labelled reference), for training."""
+    t = mem.get("training")
+    if not t:
+        return []
+    rows = [("host RAM per node (memory.host_ram_bytes)",
+             f"{fmt_gib(mem.get('host_ram_bytes'))} GiB — {mem.get('host_ram_formula', '')}")]
+    ref = t.get("deepspeed_reference")
+    if ref:
+        rows += [(f"DeepSpeed {ref['estimator']} per GPU (reference, not our figure)",
+                  f"{fmt_gib(ref['gpu_bytes'])} GiB ({ref['gpu_bytes']} B); ours (model "
+                  f"states) {fmt_gib(ref['ours_model_states_bytes'])} GiB"),
+                 ("DeepSpeed per-node CPU (× additional_buffer_factor "
+                  f"{ref['additional_buffer_factor']})",
+                  f"{fmt_gib(ref['cpu_bytes'])} GiB ({ref['cpu_bytes']} B)"),
+                 ("why they differ", ref["difference"])]
+    return [Section("Host RAM and DeepSpeed's reference", ("figure", "value"), tuple(rows))]
 
 
 def memory_sections(doc: dict[str, Any]) -> list[Section]:
@@ -96,6 +119,7 @@ def memory_sections(doc: dict[str, Any]) -> list[Section]:
                            tuple((p["name"], fmt_gib(p["peak_bytes"]),
                                   fmt_gib(p["device_peak_bytes"]),
                                   ", ".join(p["items"])) for p in mem["phases"])))
+    out += _host_and_reference(mem)
     v = mem.get("pool")
     if v:
         engine = ENGINES[v["engine"]]

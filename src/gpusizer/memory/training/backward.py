@@ -15,7 +15,7 @@ from ..items import Item
 from .checkpointing import LayerPlan, layer_plan
 from .dtypes import TrainingDtypes
 from .loss import loss_memory
-from .placement import Sharding, divided_text
+from .sharding import Sharding, divided_text
 from .sweep import SweepPeak, backward_sweep
 from .trainable import Trainable
 
@@ -108,7 +108,7 @@ def _gradient_split(facts: ModelFacts, full: bool, dtypes: TrainingDtypes, shard
     arch = facts.architecture
     head = arch.vocab_size * arch.hidden_size if full else 0
     embedding_at_end = head if (full and not arch.tie_word_embeddings) else 0
-    width, shard = dtypes.trainable_bytes, shards.states
+    width, shard = dtypes.trainable_bytes, shards.gradients
     layers = gradients_bytes - (head + embedding_at_end) * width // shard
     return head * width // shard, max(0, layers) // max(1, arch.num_layers)
 
@@ -153,7 +153,7 @@ def _gradients_item(trained: Trainable, dtypes: TrainingDtypes, shards: Sharding
                 "one gradient per trained parameter, in its dtype (torch autograd "
                 "AccumulateGrad); freed by zero_grad(set_to_none=True) after the update",
                 f"{trained.parameters} × {dtypes.trainable_bytes} B ({dtypes.trainable_dtype})"
-                + divided_text(shards.states)
+                + divided_text(shards.gradients)
                 + f"; at the backward peak ({peak.at}) {peak.gradients_bytes} B"
                 + ("; gradient accumulation keeps them between microbatches" if accumulating
                    else ""),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..items import Item
 from .dtypes import TrainingDtypes
-from .placement import Sharding
+from .sharding import Sharding
 
 __all__ = ["cast_items"]
 
@@ -24,7 +24,7 @@ def cast_items(facts: ModelFacts, full: bool, checkpointing: bool, dtypes: Train
     items = []
     if dtypes.prepare_kbit and width < 4:
         items.append(_prepare_kbit_upcast(facts, width, phases))
-    if full and dtypes.amp and width < 4:
+    if full and dtypes.amp and not dtypes.master and width < 4:
         items.append(_autocast_copies(facts, width, shards.parameters, checkpointing))
     return items
 

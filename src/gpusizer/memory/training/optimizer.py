@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...sheet import Training
 from ..items import Item
 from ..optimizer_states import optimizer_memory
-from .placement import Sharding, divided_text
+from .sharding import Sharding, divided_text
 from .trainable import Trainable
 
 __all__ = ["STEADY_PHASES", "optimizer_items"]
@@ -16,16 +16,29 @@ STEADY_PHASES = ("forward", "backward", "optimizer_step", "validation", "export"
 _SOURCE = "gpusizer/memory/optimizer_states.py (torch.optim, bitsandbytes, transformers)"
 
 
-def optimizer_items(training: Training, trained: Trainable, trainable_bytes: int,
-                    shards: Sharding) -> tuple[list[Item], list[str]]:
+def optimizer_items(training: Training, trained: Trainable, state_bytes: int,
+                    shards: Sharding) -> tuple[list[Item], list[str], int]:
     """``optimizer_states`` (allocator-held), ``optimizer_states_paged`` (CUDA managed memory,
     non-torch) and ``optimizer_step_temporary``, each ÷ the state shard; a note for paged states.
+    ``state_bytes``: the states' dtype width (fp32 under amp and master).
+
+    With the optimizer offloaded (ZeRO-Offload: ``DeepSpeedCPUAdam`` steps on the CPU; FSDP
+    ``CPUOffload`` steps where the parameters are) the states and the step's temporaries leave
+    the GPU: the states item keeps its formula with 0 B on the device.
+
+    Returns:
+        ``(items, notes, bytes per GPU in host RAM)``.
     """
     memory = optimizer_memory(training.optimizer, training.optimizer_impl, list(trained.tensors),
-                              trainable_bytes)
+                              state_bytes)
     shard = shards.states
     states, paged = memory.state_bytes // shard, memory.paged_bytes // shard
     items, notes = [], []
+    if shards.optimizer_offloaded:
+        items.append(Item("optimizer_states", 0, "estimated", (), _SOURCE,
+                          memory.formula + divided_text(shard) + f" = {states} B per GPU in "
+                          f"host RAM (offload {shards.offload}; the step runs on the CPU)"))
+        return items, notes, states
     if states or not paged:
         items.append(Item("optimizer_states", states, "estimated",
                           STEADY_PHASES if states else (), _SOURCE,
@@ -42,4 +55,4 @@ def optimizer_items(training: Training, trained: Trainable, trainable_bytes: int
         items.append(Item("optimizer_step_temporary", memory.step_temporary_bytes // shard,
                           "estimated", ("optimizer_step",), _SOURCE,
                           memory.step_formula + divided_text(shard)))
-    return items, notes
+    return items, notes, 0

@@ -17,7 +17,7 @@ from ..items import Item
 from ..lora import LoraAdapters, lora_adapters
 from ..optimizer_states import TensorShape
 from .dtypes import TrainingDtypes
-from .placement import Sharding, divided_text
+from .sharding import Sharding, divided_text
 
 __all__ = ["Trainable", "trainable", "trained_parts", "adapter_items"]
 
@@ -94,18 +94,23 @@ def trained_parts(adapters: LoraAdapters | None) -> TrainedParts:
 
 
 def adapter_items(training: Training, trained: Trainable, dtypes: TrainingDtypes,
-                  shards: Sharding, phases: tuple[str, ...]) -> tuple[list[Item], list[str]]:
-    """The ``lora_adapters`` item (trainable × trained bytes ÷ FSDP shard) and its notes; nothing
-    for full fine-tuning."""
+                  shards: Sharding, phases: tuple[str, ...]
+                  ) -> tuple[list[Item], list[str], int]:
+    """The ``lora_adapters`` item (trainable × trained bytes ÷ the parameter shard) and its
+    notes, and the bytes per GPU it leaves in host RAM (FSDP / ZeRO-3 parameter offload keeps
+    the adapters' shards there too); nothing for full fine-tuning."""
     adapters = trained.adapters
     if adapters is None:
-        return [], []
+        return [], [], 0
     rank, width = training.lora.rank, dtypes.trainable_bytes
-    item = Item("lora_adapters", trained.parameters * width // shards.parameters, "estimated",
+    size = trained.parameters * width // shards.parameters
+    host = size if shards.parameters_offloaded else 0
+    item = Item("lora_adapters", size - host, "estimated",
                 phases, "LoRA, Hu et al. 2021 §4.1 (r × (in + out) per adapted matrix); PEFT "
                 "target matching (gpusizer/memory/lora.py)",
                 f"rank {rank}: {adapters.formula} × {width} B ({dtypes.trainable_dtype})"
-                + divided_text(shards.parameters))
+                + divided_text(shards.parameters)
+                + (f" = {host} B in host RAM (parameter offload)" if host else ""))
     notes = []
     small = [m.path for m in adapters.modules if rank >= min(m.rows, m.cols)]
     if small:
@@ -115,4 +120,4 @@ def adapter_items(training: Training, trained: Trainable, dtypes: TrainingDtypes
     if not dtypes.amp and dtypes.compute_bytes < 4:
         notes.append("precision pure keeps LoRA adapters in the compute dtype; PEFT's default "
                      "(autocast_adapter_dtype=True) upcasts them to fp32, which is precision amp")
-    return [item], notes
+    return [item], notes, host
