@@ -77,7 +77,8 @@ class TransformersEngine(EngineBase):
         return card_kernel
 
     def prefill_working(self, facts: ModelFacts, *, inference: Inference, share: Share,
-                        dtype_bytes: int, kernel: str, weights_format: str) -> Item:
+                        dtype_bytes: int, kernel: str, weights_format: str,
+                        stack: Any = None) -> Item:
         """One forward of the whole prompt of every sequence (``logits: all`` keeps every
         position's logits)."""
         prefill = forward_working_bytes(
@@ -106,7 +107,8 @@ class TransformersEngine(EngineBase):
 
     def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
              compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
-             sequences: int) -> tuple[PoolSplit | None, list[str]]:
+             sequences: int, sheet: Any = None, tp: int = 1
+             ) -> tuple[PoolSplit | None, list[str]]:
         """No pool: transformers allocates as it goes."""
         return None, []
 

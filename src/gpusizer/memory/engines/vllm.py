@@ -18,11 +18,14 @@ from ..placement import PlacementRule
 from ..weights import DTYPE_BYTES
 from ..working_memory import WORKING_SOURCE
 from .base import EngineBase, PoolCondition, PoolSplit
-from .vllm_pool import profile_activation_bytes, rotary_cache_bytes, vllm_split
+from ..nccl import within_node_link
+from .versions import VLLM_AUTO, vllm_rules
+from .vllm_pool import (CUSTOM_ALL_REDUCE_SOURCE, custom_all_reduce_bytes, kv_cache_groups,
+                        profile_activation_bytes, rotary_cache_bytes, vllm_split)
 
 if TYPE_CHECKING:
     from ...catalog.types import Card
-    from ...sheet import Inference
+    from ...sheet import Inference, Sheet, Stack
     from ..placement import Share
 
 __all__ = ["VLLM", "VllmEngine"]
@@ -60,6 +63,10 @@ class VllmEngine(EngineBase):
         return "vLLM's FlashAttention backend"
 
     def notes(self, inference: Inference) -> list[str]:
+        if inference.kv_cache_dtype in ("fp16", "bf16"):
+            return [f"kv_cache_dtype {inference.kv_cache_dtype}: vLLM's --kv-cache-dtype takes "
+                    "auto, fp8, fp8_e4m3 or fp8_e5m2 (a 16-bit cache is 'auto' with --dtype "
+                    f"{inference.kv_cache_dtype}); the command line says auto"]
         return []
 
     def kv_layout(self, facts: ModelFacts, *, dtype_bytes: int, tp: int) -> KvLayout:
@@ -80,13 +87,17 @@ class VllmEngine(EngineBase):
         return "flash"
 
     def prefill_working(self, facts: ModelFacts, *, inference: Inference, share: Share,
-                        dtype_bytes: int, kernel: str, weights_format: str) -> Item:
+                        dtype_bytes: int, kernel: str, weights_format: str,
+                        stack: Stack | None = None) -> Item:
         """vLLM schedules at most max_num_batched_tokens per step (chunked prefill), so the
-        prefill working set is the profile run's (vLLM sizes its pool on exactly that run)."""
+        prefill working set is the profile run's (vLLM sizes its pool on exactly that run);
+        its sampler's peak follows ``stack.vllm`` (``versions.VLLM_RULES``)."""
+        rules = vllm_rules(stack.vllm if stack is not None else "auto")
         act, act_text = profile_activation_bytes(
             facts, max_num_batched_tokens=inference.max_num_batched_tokens,
             max_num_seqs=inference.max_num_seqs, dtype_bytes=dtype_bytes, tp=share.tp,
-            weights_format=weights_format)
+            weights_format=weights_format,
+            sampler_bytes_per_logit=rules.sampler_bytes_per_logit)
         return Item("prefill_working", act, "estimated", ("prefill",),
                     WORKING_SOURCE + "; vLLM profile run (Worker.determine_available_memory)",
                     "vLLM profile run: " + act_text)
@@ -97,9 +108,17 @@ class VllmEngine(EngineBase):
 
     def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
              compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
-             sequences: int) -> tuple[PoolSplit | None, list[str]]:
-        """vLLM's pool split on ``card`` (None without a card) and the notes on it."""
+             sequences: int, sheet: Sheet, tp: int) -> tuple[PoolSplit | None, list[str]]:
+        """vLLM's pool split on ``card`` (None without a card) and the notes on it.
+
+        Non-PyTorch memory inside the budget follows ``stack.vllm`` (``versions.VllmRules``):
+        V0 subtracts the declared CUDA context and NCCL buffers; V1 takes its baseline after the
+        CUDA context, so only what appears later (declared from logs), NCCL's buffers and vLLM's
+        custom all-reduce buffers (``vllm_pool.custom_all_reduce_bytes``) count.
+        """
         notes = []
+        version = sheet.stack.vllm
+        rules = vllm_rules(version)
         if card is None:
             notes.append("engine vllm without a card: vLLM's pool split (budget, KV blocks, "
                          "maximum concurrency) needs --card")
@@ -111,6 +130,18 @@ class VllmEngine(EngineBase):
                      if it.non_torch and it.phases and it.name != "allocator_slack"]
         unknown = [it.name for it in non_torch if it.bytes is None]
         nt = sum(it.bytes for it in non_torch if it.bytes is not None)
+        if rules.non_torch_after_baseline_bytes is not None:
+            link = within_node_link(None, card)
+            ar = custom_all_reduce_bytes(tp, nvlink=link.link == "nvlink")
+            nt = (rules.non_torch_after_baseline_bytes + ar
+                  + sum(it.bytes or 0 for it in non_torch if it.name != "cuda_context"))
+            notes.append(
+                f"vLLM {rules.engine_core} (stack.vllm {version}"
+                + (f" = {VLLM_AUTO}" if version == "auto" else "") + "): non-PyTorch memory "
+                f"inside the budget {nt} B = after-baseline {rules.non_torch_after_baseline_bytes}"
+                f" B (declared from vLLM 0.11.0 logs: 0.13 GiB on one H100) + NCCL buffers + "
+                f"custom all-reduce {ar} B ({CUSTOM_ALL_REDUCE_SOURCE}); the CUDA context is "
+                "created before vLLM's baseline and lies outside the budget")
         cuda_total = card.cuda_total_bytes.value
         if cuda_total:
             total = int(cuda_total)
@@ -124,18 +155,28 @@ class VllmEngine(EngineBase):
                            weights_bytes=weights_bytes + rope, activation_bytes=profile.bytes,
                            non_torch_bytes=nt, layout=layout, block_size=inference.block_size,
                            tokens_per_sequence=inference.tokens_per_sequence,
-                           sequences=sequences)
+                           sequences=sequences,
+                           groups=kv_cache_groups(facts) if rules.hybrid_groups else 1,
+                           command=self.command(sheet, tp),
+                           sliding_schedule_tokens=(inference.max_num_batched_tokens
+                                                    if rules.engine_core == "V1" else None))
         notes.append(f"{profile.formula}; rotary cos/sin cache {rope} B")
+        if sequences > inference.max_num_seqs:
+            notes.append(f"vLLM schedules at most max_num_seqs {inference.max_num_seqs} "
+                         f"sequences at once; the {sequences} required on this GPU would queue "
+                         "(raise --max-num-seqs)")
         if unknown:
             notes.append("vLLM KV figures are upper bounds: non-PyTorch items of unknown size ("
                          + ", ".join(unknown) + ") are not subtracted")
         notes.append("CUDA graph capture memory is not in this split (recent vLLM versions "
                      "subtract an estimate of it from the KV pool, older ones allocate it after): "
                      "measure it, or run with enforce_eager")
-        notes.append("vLLM takes its memory baseline after creating the CUDA context, so only the "
-                     "non-PyTorch memory that appears later (logged 0.25-0.35 GiB on RTX "
-                     "3090/4090) is inside its budget; gpusizer subtracts its whole declared CUDA "
-                     "context there, which understates the KV pool by up to a few hundred MiB")
+        if rules.non_torch_after_baseline_bytes is None:
+            notes.append("vLLM takes its memory baseline after creating the CUDA context, so "
+                         "only the non-PyTorch memory that appears later (logged 0.25-0.35 GiB "
+                         "on RTX 3090/4090) is inside its budget; for V0 gpusizer subtracts its "
+                         "whole declared CUDA context there, which can understate the KV pool "
+                         "by up to a few hundred MiB")
         context = sum(it.bytes or 0 for it in non_torch if it.name == "cuda_context")
         requested = split.budget_bytes
         if requested > total - context:
@@ -144,6 +185,25 @@ class VllmEngine(EngineBase):
                          "CUDA context: vLLM V1 refuses to start when free memory at start-up is "
                          "below the request (lower gpu_memory_utilization)")
         return split, notes
+
+    def command(self, sheet: Sheet, tp: int) -> str:
+        """``vllm serve MODEL …``: the arguments this sizing assumed (vLLM's ``EngineArgs``
+        names; ``--max-model-len`` is prompt + new tokens, CONTRACT.md)."""
+        inf = sheet.inference
+        assert inf is not None   # a pool exists only for an inference block
+        model = sheet.model.id or sheet.model.path or "MODEL"
+        kv = inf.kv_cache_dtype if inf.kv_cache_dtype.startswith("fp8") else "auto"
+        parts = ["vllm serve", model]
+        if sheet.model.revision != "main":
+            parts += ["--revision", sheet.model.revision]
+        parts += ["--max-model-len", str(inf.tokens_per_sequence),
+                  "--max-num-seqs", str(inf.max_num_seqs),
+                  "--max-num-batched-tokens", str(inf.max_num_batched_tokens),
+                  "--gpu-memory-utilization", f"{inf.gpu_memory_utilization:g}",
+                  "--tensor-parallel-size", str(tp),
+                  "--block-size", str(inf.block_size),
+                  "--kv-cache-dtype", kv]
+        return " ".join(parts)
 
     def pool_items(self, items: list[Item], pool: PoolSplit, *, facts: ModelFacts,
                    compute_dtype: str, kv_needed: int) -> list[Item]:
