@@ -56,6 +56,10 @@ class PoolSplit:
             blocks.
         command: the engine's exact command line under which this split (and the verdict
             drawn from it) holds (CONTRACT.md ``pool.command``).
+        log_lines: the start-up log lines the engine would print for this split, with its own
+            figures and units (to compare with a real log line by line).
+        settings: the engine settings the split used, resolved (SGLang's
+            ``mem_fraction_static`` when auto, …), name → value.
     """
 
     engine: str
@@ -76,6 +80,8 @@ class PoolSplit:
     required_sequences: int = 1
     required_kv_bytes: int = 0
     command: str = ""
+    log_lines: tuple[str, ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,9 @@ class TransformersEngine(EngineBase):
         return attention
 
     def notes(self, inference: Inference) -> list[str]:
-        if inference.kv_cache_dtype == "fp8":
-            return ["kv_cache_dtype fp8 with transformers: sized at 1 byte per value as asked, "
+        if inference.kv_cache_dtype.startswith("fp8"):
+            return [f"kv_cache_dtype {inference.kv_cache_dtype} with transformers: sized at 1 "
+                    "byte per value as asked, "
                     "but transformers ships no fp8 KV cache (its quantized caches are quanto/HQQ "
                     "int2/int4): confirm the cache implementation (compatibility)"]
         return []

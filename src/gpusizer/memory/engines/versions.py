@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ...units import GiB
 
-__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "vllm_rules", "version_tuple"]
+__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "vllm_rules", "version_tuple", "SGLANG_AUTO",
+           "SglangDefaults", "sglang_defaults"]
 
 VLLM_AUTO = "0.11.0"
 """The vLLM release ``stack.vllm: auto`` stands for."""
@@ -85,3 +86,72 @@ def vllm_rules(version: str) -> VllmRules:
     """The rules of ``stack.vllm`` (``auto``: :data:`VLLM_AUTO`)."""
     v = version_tuple(VLLM_AUTO if version == "auto" else version)
     return [r for r in VLLM_RULES if version_tuple(r.since) <= v][-1]
+
+
+SGLANG_AUTO = "0.4.1"
+"""The SGLang release ``stack.sglang: auto`` stands for: the release of the start-up logs the
+rules were checked against (docs.sglang.ai "Quick Start: Sending Requests", 2025-01-23)."""
+
+
+@dataclass(frozen=True)
+class SglangDefaults:
+    """SGLang's defaults for one card and TP size (``ServerArgs`` after its ``__post_init__``).
+
+    Attributes:
+        mem_fraction_static: share of the free memory at start kept for weights and KV pool.
+        chunked_prefill_size: prompt tokens one prefill step takes.
+        cuda_graph_max_bs: largest batch captured in a CUDA graph (0: not modelled).
+        rule: which release's rule made them, with its source.
+    """
+
+    mem_fraction_static: float
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    rule: str
+
+
+def _sglang_04(gpu_mib: int, tp: int) -> SglangDefaults:
+    """SGLang 0.4.x ``ServerArgs.__post_init__``: mem_fraction_static by TP size (0.88 on one
+    GPU, 0.87 from 2, 0.85 from 4, 0.81 from 8, 0.79 from 16), chunked_prefill_size 2048 below
+    25 000 MB of GPU memory, else 8192."""
+    mfs = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 \
+        else 0.88
+    return SglangDefaults(mfs, 2048 if gpu_mib < 25_000 else 8192, 0,
+                          "SGLang 0.4.x server_args.py __post_init__ (mem_fraction_static by "
+                          "tp_size; chunked_prefill_size by GPU memory)")
+
+
+# SGLang's memory buckets (GPU memory in MiB as nvidia-smi reports it, upper bound exclusive) →
+# chunked_prefill_size and cuda_graph_max_bs for tp < 4 / tp >= 4 (server_args.py
+# _handle_gpu_memory_settings, PR sgl-project/sglang#10975; snapshot 469c63e5).
+_SGLANG_05_BUCKETS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80),
+                      (60 * 1024, 4096, 32, 160), (90 * 1024, 8192, 256, 512),
+                      (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
+
+
+def _sglang_05(gpu_mib: int, tp: int) -> SglangDefaults:
+    """SGLang >= 0.5.4 ``_handle_gpu_memory_settings``: ``mem_fraction_static = round((gpu −
+    reserved) / gpu, 3)`` in MiB, ``reserved = 512 + max(chunked_prefill_size, 2048) × 1.5 +
+    cuda_graph_max_bs × 2 + tp / 8 × 1024``, at least 10 GiB above 60 GiB of GPU memory
+    (no DP attention, no speculative decoding, no piecewise CUDA graphs)."""
+    for limit, chunk, bs_small, bs_large in _SGLANG_05_BUCKETS:
+        if limit is None or gpu_mib < limit:
+            break
+    bs = bs_small if tp < 4 else bs_large
+    reserved = 512 + max(chunk, 2048) * 1.5 + bs * 2 + tp / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return SglangDefaults(round((gpu_mib - reserved) / gpu_mib, 3), chunk, bs,
+                          "SGLang >= 0.5.4 server_args.py _handle_gpu_memory_settings "
+                          "(sgl-project/sglang#10975)")
+
+
+_SGLANG_RULES = (("0.0.0", _sglang_04), ("0.5.4", _sglang_05))
+
+
+def sglang_defaults(version: str, *, gpu_mib: int, tp: int) -> SglangDefaults:
+    """SGLang's defaults under ``stack.sglang`` (``auto``: :data:`SGLANG_AUTO`) for a card of
+    ``gpu_mib`` MiB (nvidia-smi total) and ``tp`` tensor-parallel ranks."""
+    v = version_tuple(SGLANG_AUTO if version == "auto" else version)
+    rule = [r for since, r in _SGLANG_RULES if version_tuple(since) <= v][-1]
+    return rule(gpu_mib, tp)

@@ -7,6 +7,7 @@ The formulas of the split (budget, profile-run activations, rotary cache, KV blo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...sheet import ENGINE_SHEET_RULES
@@ -28,7 +29,18 @@ if TYPE_CHECKING:
     from ...sheet import Inference, Sheet, Stack
     from ..placement import Share
 
-__all__ = ["VLLM", "VllmEngine"]
+__all__ = ["VLLM", "VllmEngine", "cuda_total"]
+
+
+def cuda_total(card: Card) -> tuple[int, str]:
+    """The device total a serving engine sizes from (``torch.cuda.mem_get_info()[1]``), bytes,
+    with its source: the card table's CUDA-visible total, else nvidia-smi's."""
+    cuda = card.cuda_total_bytes.value
+    if cuda:
+        return int(cuda), f"CUDA-visible total from the card table ({card.cuda_total_bytes.source})"
+    return int(card.device_bytes.value), (
+        "nvidia-smi total from the card table (the CUDA-visible total, which the engines use, "
+        "is not known for this card and is usually a few hundred MiB lower)")
 
 
 class VllmEngine(EngineBase):
@@ -50,6 +62,8 @@ class VllmEngine(EngineBase):
                       "gpu_memory_utilization), which holds weights, the KV pool, the activation "
                       "peak and non-PyTorch memory; the phase rows show the allocated parts")
     """CONTRACT.md: vLLM takes its whole pool at start, so peak_bytes is the budget."""
+    pool_source = "Worker.determine_available_memory"
+    """Where the engine allocates its pool (for the ``kv_cache`` item's source)."""
 
     def describe_cache(self, inference: dict[str, Any]) -> str:
         return "paged (vLLM)"
@@ -142,14 +156,7 @@ class VllmEngine(EngineBase):
                 f" B (declared from vLLM 0.11.0 logs: 0.13 GiB on one H100) + NCCL buffers + "
                 f"custom all-reduce {ar} B ({CUSTOM_ALL_REDUCE_SOURCE}); the CUDA context is "
                 "created before vLLM's baseline and lies outside the budget")
-        cuda_total = card.cuda_total_bytes.value
-        if cuda_total:
-            total = int(cuda_total)
-            src = f"CUDA-visible total from the card table ({card.cuda_total_bytes.source})"
-        else:
-            total = int(card.device_bytes.value)
-            src = ("nvidia-smi total from the card table (the CUDA-visible total, which vLLM "
-                   "uses, is not known for this card and is usually a few hundred MiB lower)")
+        total, src = cuda_total(card)
         split = vllm_split(total_bytes=total, total_source=src,
                            utilization=inference.gpu_memory_utilization,
                            weights_bytes=weights_bytes + rope, activation_bytes=profile.bytes,
@@ -160,6 +167,9 @@ class VllmEngine(EngineBase):
                            command=self.command(sheet, tp),
                            sliding_schedule_tokens=(inference.max_num_batched_tokens
                                                     if rules.engine_core == "V1" else None))
+        split = replace(split, log_lines=_log_lines(split, rules.engine_core),
+                        settings=(("stack.vllm", version if version != "auto" else VLLM_AUTO),
+                                  ("engine_core", rules.engine_core)))
         notes.append(f"{profile.formula}; rotary cos/sin cache {rope} B")
         if sequences > inference.max_num_seqs:
             notes.append(f"vLLM schedules at most max_num_seqs {inference.max_num_seqs} "
@@ -214,8 +224,8 @@ class VllmEngine(EngineBase):
             if it.name == "kv_cache":
                 size = max(0, pool.kv_blocks * pool.block_bytes)
                 out.append(Item("kv_cache", size, "estimated", ("load", "prefill", "decode"),
-                                it.source + "; vLLM preallocates the whole pool at start "
-                                "(Worker.determine_available_memory)",
+                                it.source + f"; {self.label} preallocates the whole pool at "
+                                f"start ({self.pool_source})",
                                 f"pool {pool.kv_blocks} blocks × {pool.block_bytes} B = "
                                 f"{pool.kv_tokens} tokens (max concurrency "
                                 f"{pool.max_concurrency}); the workload needs {kv_needed} B: "
@@ -255,6 +265,21 @@ class VllmEngine(EngineBase):
             f"{pool.sequences_held} whole sequence(s) of {pool.tokens_per_sequence} tokens (max "
             f"concurrency {pool.max_concurrency}) {'>=' if holds else '<'} {need} required"
             + ("" if holds else " (the rest would queue)")))
+
+
+def _log_lines(split: PoolSplit, engine_core: str) -> tuple[str, ...]:
+    """The lines vLLM prints for ``split`` (V1: ``gpu_worker.py`` "Available KV cache memory",
+    ``kv_cache_utils._report_kv_cache_config``; V0: ``executor_base`` "# GPU blocks"), GiB as
+    vLLM prints them (2^30 B, two decimals)."""
+    lines = [f"Model loading took {split.weights_bytes / 2**30:.4f} GiB"]
+    if engine_core == "V1":
+        lines += [f"Available KV cache memory: {(split.kv_cache_bytes or 0) / 2**30:.2f} GiB",
+                  f"GPU KV cache size: {split.kv_tokens:,} tokens"]
+    else:
+        lines.append(f"# GPU blocks: {split.kv_blocks}")
+    lines.append(f"Maximum concurrency for {split.tokens_per_sequence:,} tokens per request: "
+                 f"{split.max_concurrency:.2f}x")
+    return tuple(lines)
 
 
 def _budget_words(pool: PoolSplit) -> str:
