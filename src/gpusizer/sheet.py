@@ -312,20 +312,31 @@ def _transformers_refuses(inf: "Inference", placement: "Placement"):
     return None
 
 
-def _vllm_refuses(inf: "Inference", placement: "Placement"):
-    """vLLM's cache is always paged, its logits are the last position's, and it splits a model
-    with tensor parallelism (vLLM docs, "Distributed inference and serving")."""
+def _paged_refuses(inf: "Inference", placement: "Placement", label: str):
+    """A serving engine's cache (vLLM, SGLang) is always paged, its logits are the last
+    position's, and it splits a model with tensor parallelism (vLLM docs, "Distributed inference
+    and serving")."""
     if "cache" in inf.model_fields_set:
-        return ("inference.cache", inf.cache, "vLLM's KV cache is always paged; cache applies to "
-                "engine transformers")
+        return ("inference.cache", inf.cache, f"{label}'s KV cache is always paged; cache "
+                "applies to engine transformers")
     if inf.logits == "all":
-        return ("inference.logits", "all", "vLLM computes logits for the last position of each "
-                "sequence; 'all' is a plain transformers forward")
+        return ("inference.logits", "all", f"{label} computes logits for the last position of "
+                "each sequence; 'all' is a plain transformers forward")
     if placement.strategy == "device-map" and placement.gpus > 1:
         return ("placement.strategy", placement.strategy, "device-map is accelerate's layer "
-                "placement for transformers; vLLM splits a model with tensor-parallel (or "
+                f"placement for transformers; {label} splits a model with tensor-parallel (or "
                 "pipeline parallelism, not sized here)")
     return None
+
+
+def _vllm_refuses(inf: "Inference", placement: "Placement"):
+    """:func:`_paged_refuses`, and vLLM's own check of its scheduler's limits (vllm config.py
+    ``SchedulerConfig._verify_args``), in its words."""
+    if inf.max_num_batched_tokens < inf.max_num_seqs:
+        return ("inference.max_num_batched_tokens", inf.max_num_batched_tokens,
+                f"vLLM refuses to start: max_num_batched_tokens ({inf.max_num_batched_tokens}) "
+                f"must be greater than or equal to max_num_seqs ({inf.max_num_seqs})")
+    return _paged_refuses(inf, placement, "vLLM")
 
 
 def _sglang_refuses(inf: "Inference", placement: "Placement"):
@@ -338,7 +349,7 @@ def _sglang_refuses(inf: "Inference", placement: "Placement"):
     if inf.kv_cache_dtype in ("fp16", "bf16"):
         return ("inference.kv_cache_dtype", inf.kv_cache_dtype, "auto (the model dtype), "
                 "fp8_e4m3 or fp8_e5m2 with engine sglang")
-    return _vllm_refuses(inf, placement)
+    return _paged_refuses(inf, placement, "SGLang")
 
 
 ENGINE_SHEET_RULES: dict[str, EngineSheetRules] = {

@@ -130,3 +130,14 @@ def test_sheet_refuses_vllm_keys_and_bare_fp8():
     ok = parse_sheet({**base, "inference": {**inf, "kv_cache_dtype": "fp8_e5m2",
                                             "mem_fraction_static": 0.9}})
     assert ok.inference.mem_fraction_static == 0.9
+
+
+def test_page_one_lists_each_offers_command(tmp_path):
+    from gpusizer.report.page_one import command_lines
+    path = tmp_path / "sheet.yaml"
+    path.write_text(SHEET)
+    doc = cli_json("plan", str(path))
+    lines = command_lines(doc["offers"])
+    assert lines and all("python -m sglang.launch_server" in line for line in lines)
+    assert {o["id"] for o in doc["offers"] if o["pool"]} == \
+        {i.strip() for line in lines for i in line.split(": ")[0].split(",")}

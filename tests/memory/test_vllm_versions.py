@@ -73,3 +73,47 @@ def test_command_line_states_the_sized_arguments():
     assert v["command"] == ("vllm serve Qwen/Qwen3-32B --max-model-len 16000 --max-num-seqs 1024 "
                             "--max-num-batched-tokens 8192 --gpu-memory-utilization 0.9 "
                             "--tensor-parallel-size 2 --block-size 128 --kv-cache-dtype auto")
+
+
+def test_refusal_quotes_vllm_v1_words():
+    # llm-d: Qwen3-32B on one H100 at max_model_len 32000 FAILED (vLLM 0.11.0)
+    doc = cli_json("estimate", "examples/validation/llmd-h100-qwen3-32b-tp1-maxlen32000.yaml",
+                   "--card", "H100 SXM")
+    assert doc["fit"]["state"] == "exclude"
+    assert "To serve at least one request with the models's max seq len (32000)" in \
+        doc["fit"]["reason"]
+
+
+def test_refusal_quotes_vllm_v0_words():
+    doc = cli_json("estimate", "examples/validation/vllm10517-llama31-8b-rtx3090-maxlen29000.yaml",
+                   "--card", "NVIDIA GeForce RTX 3090")
+    # the log: "The model's max seq len (29000) is larger than the maximum number of tokens
+    # that can be stored in KV cache (23648)" (ours: 24400, +3.2 %)
+    assert "The model's max seq len (29000) is larger than the maximum number of tokens" in \
+        doc["fit"]["reason"]
+
+
+def test_max_num_batched_tokens_below_max_num_seqs_is_refused_as_vllm_does():
+    from gpusizer.errors import SheetError
+    from gpusizer.sheet import parse_sheet
+    with pytest.raises(SheetError, match=r"max_num_batched_tokens \(128\) must be greater than "
+                                         r"or equal to max_num_seqs \(256\)"):
+        parse_sheet({"model": {"parameters": 7_000_000_000}, "task": "inference",
+                     "weights": "bf16", "inference": {"engine": "vllm", "prompt_tokens": 8,
+                                                      "new_tokens": 8,
+                                                      "max_num_batched_tokens": 128}})
+
+
+def test_kv_cache_dtype_versions_and_sizes(tmp_path):
+    from gpusizer.memory.engines.versions import VLLM_KV_CACHE_DTYPES
+    assert VLLM_KV_CACHE_DTYPES == {"fp8": "0.4.2", "fp8_e4m3": "0.5.3", "fp8_e5m2": "0.5.3"}
+    sheet = tmp_path / "s.yaml"
+    base = ("model: {id: meta-llama/Meta-Llama-3.1-8B}\ntask: inference\nweights: bf16\n"
+            "inference: {engine: vllm, prompt_tokens: 1000, new_tokens: 24, "
+            "kv_cache_dtype: %s}\nstack: {vllm: \"%s\"}\n")
+    sheet.write_text(base % ("fp8_e5m2", "0.4.2"))
+    doc = cli_json("estimate", str(sheet), "--card", "H100 SXM")
+    # one byte per value: 16 tokens × 32 layers × 2 × 8 KV heads × 128 × 1 B
+    assert doc["memory"]["pool"]["block_bytes"] == 16 * 32 * 2 * 8 * 128
+    assert any("list it from 0.5.3 on, not in 0.4.2" in n for n in doc["memory"]["notes"])
+    assert doc["memory"]["pool"]["command"].endswith("--kv-cache-dtype fp8_e5m2")

@@ -2,7 +2,9 @@
 
 A sheet's ``stack.vllm`` picks the row of :data:`VLLM_RULES` whose ``since`` is the latest not
 after it; ``auto`` is :data:`VLLM_AUTO`, the release the rules were checked against (the llm-d
-benchmark's vLLM 0.11.0 start-up logs). This table can move into the stack registry as is.
+benchmark's vLLM 0.11.0 start-up logs). ``stack.sglang`` picks SGLang's defaults the same way
+(:func:`sglang_defaults`; ``auto`` is :data:`SGLANG_AUTO`). These tables can move into the stack
+registry as they are.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from ...units import GiB
 
-__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "vllm_rules", "version_tuple", "SGLANG_AUTO",
+__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "VLLM_KV_CACHE_DTYPES", "vllm_rules", "version_tuple", "SGLANG_AUTO",
            "SglangDefaults", "sglang_defaults"]
 
 VLLM_AUTO = "0.11.0"
@@ -80,6 +82,12 @@ VLLM_RULES: tuple[VllmRules, ...] = (
               "_dummy_sampler_run, v1/core/kv_cache_utils.py _report_kv_cache_config"),
 )
 """vLLM's pool rules by release, oldest first."""
+
+
+VLLM_KV_CACHE_DTYPES: dict[str, str] = {"fp8": "0.4.2", "fp8_e4m3": "0.5.3", "fp8_e5m2": "0.5.3"}
+"""``--kv-cache-dtype`` value → the first vLLM release whose engine-arguments page lists it
+(docs.vllm.ai v0.4.2 models/engine_args: ``{auto,fp8}``; v0.5.3: ``{auto,fp8,fp8_e5m2,fp8_e4m3}``;
+E5M2 itself came with vllm-project/vllm#2279)."""
 
 
 def vllm_rules(version: str) -> VllmRules:

@@ -20,7 +20,7 @@ from ..weights import DTYPE_BYTES
 from ..working_memory import WORKING_SOURCE
 from .base import EngineBase, PoolCondition, PoolSplit
 from ..nccl import within_node_link
-from .versions import VLLM_AUTO, vllm_rules
+from .versions import VLLM_AUTO, VLLM_KV_CACHE_DTYPES, version_tuple, vllm_rules
 from .vllm_pool import (CUSTOM_ALL_REDUCE_SOURCE, custom_all_reduce_bytes, kv_cache_groups,
                         profile_activation_bytes, rotary_cache_bytes, vllm_split)
 
@@ -133,6 +133,11 @@ class VllmEngine(EngineBase):
         notes = []
         version = sheet.stack.vllm
         rules = vllm_rules(version)
+        first = VLLM_KV_CACHE_DTYPES.get(inference.kv_cache_dtype)
+        if first and version_tuple(VLLM_AUTO if version == "auto" else version) \
+                < version_tuple(first):
+            notes.append(f"kv_cache_dtype {inference.kv_cache_dtype}: vLLM's engine arguments "
+                         f"list it from {first} on, not in {version} (compatibility)")
         if card is None:
             notes.append("engine vllm without a card: vLLM's pool split (budget, KV blocks, "
                          "maximum concurrency) needs --card")
@@ -256,7 +261,8 @@ class VllmEngine(EngineBase):
             return PoolCondition(False, False, f"vLLM: the pool budget {budget} − " + " − ".join(
                 f"{n} {fmt_gib(b)} GiB" for n, b in used if b is not None)
                 + f" leaves {pool.kv_tokens} KV tokens < one sequence of "
-                f"{pool.tokens_per_sequence} tokens: vLLM refuses to start")
+                f"{pool.tokens_per_sequence} tokens: vLLM refuses to start ("
+                + _refusal_words(pool) + ")")
         need = pool.required_sequences
         holds = pool.sequences_held is not None and pool.sequences_held >= need
         return PoolCondition(True, holds, (
@@ -265,6 +271,25 @@ class VllmEngine(EngineBase):
             f"{pool.sequences_held} whole sequence(s) of {pool.tokens_per_sequence} tokens (max "
             f"concurrency {pool.max_concurrency}) {'>=' if holds else '<'} {need} required"
             + ("" if holds else " (the rest would queue)")))
+
+
+def _refusal_words(pool: PoolSplit) -> str:
+    """vLLM's own words when one sequence of ``max_model_len`` does not fit its KV pool, with
+    this split's figures: V1 ``v1/core/kv_cache_utils.py`` check_enough_kv_cache_memory, V0
+    ``worker/worker.py`` raise_if_cache_size_invalid."""
+    if dict(pool.settings).get("engine_core") == "V0":
+        return (f"\"The model's max seq len ({pool.tokens_per_sequence}) is larger than the "
+                f"maximum number of tokens that can be stored in KV cache ({pool.kv_tokens}). "
+                "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                "initializing the engine.\"")
+    need = pool.required_kv_bytes / max(1, pool.required_sequences) / 2**30
+    avail = max(0, pool.kv_cache_bytes or 0) / 2**30
+    return (f"\"To serve at least one request with the models's max seq len "
+            f"({pool.tokens_per_sequence}), ({need:.2f} GiB KV cache is needed, which is larger "
+            f"than the available KV cache memory ({avail:.2f} GiB). Based on the available "
+            f"memory, the estimated maximum model length is {pool.kv_tokens}. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+            "engine.\"")
 
 
 def _log_lines(split: PoolSplit, engine_core: str) -> tuple[str, ...]:
