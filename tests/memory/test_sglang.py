@@ -141,3 +141,19 @@ def test_page_one_lists_each_offers_command(tmp_path):
     assert lines and all("python -m sglang.launch_server" in line for line in lines)
     assert {o["id"] for o in doc["offers"] if o["pool"]} == \
         {i.strip() for line in lines for i in line.split(": ")[0].split(",")}
+
+
+def test_tp2_defaults_and_cell(tmp_path):
+    # TP 2 on H100: SGLang 0.4.x's default 0.87; each rank caches 4 of the 8 KV heads, so a
+    # token is 32 layers × 2 (K, V) × 4 heads × 128 × 2 B = 65536 B; the tokens are
+    # (free at start × 0.87 − weights per rank) // 65536
+    path = tmp_path / "tp2.yaml"
+    path.write_text(SHEET + "placement: {gpus: 2, strategy: tensor-parallel}\n")
+    v = cli_json("estimate", str(path), "--card", "H100 SXM")["memory"]["pool"]
+    s = v["settings"]
+    assert s["mem_fraction_static"] == 0.87
+    assert v["block_bytes"] == 32 * 2 * 4 * 128 * 2
+    assert v["kv_tokens"] == (int(s["free_at_start_bytes"] * 0.87) - v["weights_bytes"]) // 65536
+    assert "--tp-size 2" in v["command"] and "--mem-fraction-static 0.87" in v["command"]
+    # the NCCL buffers and vLLM-derived custom all-reduce buffers are taken before loading
+    assert v["non_torch_bytes"] > 500 * 2**20
