@@ -15,7 +15,8 @@ GiB = 2**30
 
 
 def _pool(sheet: str, card: str) -> dict:
-    return cli_json("estimate", f"examples/validation/{sheet}.yaml", "--card", card)["memory"]["pool"]
+    doc = cli_json("estimate", f"examples/validation/{sheet}.yaml", "--card", card)
+    return doc["memory"]["pool"]
 
 
 @pytest.mark.parametrize("sheet, kv_gib", [

@@ -4,10 +4,11 @@ SGLang (``python -m sglang.launch_server``) sizes its KV pool once, after loadin
 (``ModelRunner.profile_max_num_token``, SGLang 0.4.x; ``mem_cache/memory_pool.py`` allocates
 it)::
 
-    free_at_start   = CUDA total − CUDA context − communicators        ("Load weight begin. avail mem")
-    rest            = free_after_load − free_at_start × (1 − mem_fraction_static)
-                    = free_at_start × mem_fraction_static − weights
-    cell            = Σ_layers K + V bytes per token  (MLA: (kv_lora_rank + qk_rope_head_dim) × dtype)
+    free_at_start    = CUDA total − CUDA context − communicators  ("Load weight begin")
+    rest             = free_after_load − free_at_start × (1 − mem_fraction_static)
+                     = free_at_start × mem_fraction_static − weights
+    cell             = Σ_layers K + V bytes per token
+                       (MLA: (kv_lora_rank + qk_rope_head_dim) × dtype per layer)
     max_total_tokens = floor(rest / cell), rounded down to page_size
 
 and logs ``KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB`` (``GB`` = 2^30 B; K

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ...units import GiB
 
-__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "VLLM_KV_CACHE_DTYPES", "vllm_rules", "version_tuple", "SGLANG_AUTO",
-           "SglangDefaults", "sglang_defaults"]
+__all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "VLLM_KV_CACHE_DTYPES", "vllm_rules",
+           "version_tuple", "SGLANG_AUTO", "SglangDefaults", "sglang_defaults"]
 
 VLLM_AUTO = "0.11.0"
 """The vLLM release ``stack.vllm: auto`` stands for."""

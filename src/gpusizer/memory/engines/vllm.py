@@ -282,7 +282,11 @@ def _refusal_words(pool: PoolSplit) -> str:
                 f"maximum number of tokens that can be stored in KV cache ({pool.kv_tokens}). "
                 "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
                 "initializing the engine.\"")
-    need = pool.required_kv_bytes / max(1, pool.required_sequences) / 2**30
+    if pool.required_kv_bytes:
+        need = pool.required_kv_bytes / max(1, pool.required_sequences) / 2**30
+    else:   # one sequence in whole blocks of this pool
+        block_tokens = (pool.kv_tokens or 0) // max(1, pool.kv_blocks or 0) or 1
+        need = -(-pool.tokens_per_sequence // block_tokens) * pool.block_bytes / 2**30
     avail = max(0, pool.kv_cache_bytes or 0) / 2**30
     return (f"\"To serve at least one request with the models's max seq len "
             f"({pool.tokens_per_sequence}), ({need:.2f} GiB KV cache is needed, which is larger "
