@@ -212,16 +212,18 @@ class Inference(_Block):
     """``inference``: the serving workload; absent, only "weights only" and the envelope are
     computed (no KV cache, no phase past load)."""
 
-    engine: Literal["transformers", "vllm"] = "transformers"
-    """The serving engine: transformers (generate) or vllm (a paged KV pool taken at start)."""
+    engine: Literal["transformers", "vllm", "sglang"] = "transformers"
+    """The serving engine: transformers (generate), vllm or sglang (a KV pool taken at
+    start)."""
     prompt_tokens: PositiveInt
     """Tokens of one sequence's prompt (tokens)."""
     new_tokens: PositiveInt
     """Tokens generated per sequence (tokens); the KV cache holds prompt + new tokens."""
     concurrency: PositiveInt = 1
     """Sequences served at once (sequences)."""
-    kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8"] = "auto"
-    """dtype of the KV cache; auto: the compute dtype."""
+    kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
+    """dtype of the KV cache; auto: the compute dtype; fp8 (vLLM: E4M3), fp8_e4m3 and fp8_e5m2
+    store one byte per value (the engines' own --kv-cache-dtype names)."""
     cache: Literal["dynamic", "static"] = "dynamic"
     """transformers only: dynamic grows the cache token by token; static allocates it whole
     before prefill."""
@@ -239,6 +241,19 @@ class Inference(_Block):
     """vllm only: sequences the profile run samples (sequences; vLLM's default max_num_seqs)."""
     block_size: PositiveInt = 16
     """vllm only: tokens per KV block (tokens; vLLM's default)."""
+    mem_fraction_static: Literal["auto"] | bounded_float(  # type: ignore[valid-type]
+        minimum=0, exclusive_minimum=True, maximum=1) = "auto"
+    """sglang only: fraction of the free memory at start SGLang keeps for weights and its KV
+    pool (0 < x <= 1); auto: SGLang's own default for the card and TP size (stack.sglang)."""
+    max_running_requests: Literal["auto"] | PositiveInt = "auto"  # type: ignore[valid-type]
+    """sglang only: requests SGLang runs at once (requests); auto: SGLang's default, derived
+    from its KV pool."""
+    chunked_prefill_size: Literal["auto"] | PositiveInt = "auto"  # type: ignore[valid-type]
+    """sglang only: prompt tokens one prefill step takes (tokens); auto: SGLang's default for
+    the card's memory (stack.sglang)."""
+
+    HASHED_WHEN_SET = frozenset({"mem_fraction_static", "max_running_requests",
+                                 "chunked_prefill_size"})
 
     @property
     def tokens_per_sequence(self) -> int:
@@ -298,26 +313,52 @@ def _transformers_refuses(inf: "Inference", placement: "Placement"):
     return None
 
 
-def _vllm_refuses(inf: "Inference", placement: "Placement"):
-    """vLLM's cache is always paged, its logits are the last position's, and it splits a model
-    with tensor parallelism (vLLM docs, "Distributed inference and serving")."""
+def _paged_refuses(inf: "Inference", placement: "Placement", label: str):
+    """A serving engine's cache (vLLM, SGLang) is always paged, its logits are the last
+    position's, and it splits a model with tensor parallelism (vLLM docs, "Distributed inference
+    and serving")."""
     if "cache" in inf.model_fields_set:
-        return ("inference.cache", inf.cache, "vLLM's KV cache is always paged; cache applies to "
-                "engine transformers")
+        return ("inference.cache", inf.cache, f"{label}'s KV cache is always paged; cache "
+                "applies to engine transformers")
     if inf.logits == "all":
-        return ("inference.logits", "all", "vLLM computes logits for the last position of each "
-                "sequence; 'all' is a plain transformers forward")
+        return ("inference.logits", "all", f"{label} computes logits for the last position of "
+                "each sequence; 'all' is a plain transformers forward")
     if placement.strategy == "device-map" and placement.gpus > 1:
         return ("placement.strategy", placement.strategy, "device-map is accelerate's layer "
-                "placement for transformers; vLLM splits a model with tensor-parallel (or "
+                f"placement for transformers; {label} splits a model with tensor-parallel (or "
                 "pipeline parallelism, not sized here)")
     return None
+
+
+def _vllm_refuses(inf: "Inference", placement: "Placement"):
+    """:func:`_paged_refuses`, and vLLM's own check of its scheduler's limits (vllm config.py
+    ``SchedulerConfig._verify_args``), in its words."""
+    if inf.max_num_batched_tokens < inf.max_num_seqs:
+        return ("inference.max_num_batched_tokens", inf.max_num_batched_tokens,
+                f"vLLM refuses to start: max_num_batched_tokens ({inf.max_num_batched_tokens}) "
+                f"must be greater than or equal to max_num_seqs ({inf.max_num_seqs})")
+    return _paged_refuses(inf, placement, "vLLM")
+
+
+def _sglang_refuses(inf: "Inference", placement: "Placement"):
+    """SGLang's cache is paged, its logits are the last position's, it splits a model with
+    tensor parallelism, and its ``--kv-cache-dtype`` names fp8 as fp8_e4m3 / fp8_e5m2
+    (SGLang server_args.py ``--kv-cache-dtype`` choices)."""
+    if inf.kv_cache_dtype == "fp8":
+        return ("inference.kv_cache_dtype", "fp8", "SGLang's --kv-cache-dtype takes fp8_e4m3 or "
+                "fp8_e5m2 (no bare fp8)")
+    if inf.kv_cache_dtype in ("fp16", "bf16"):
+        return ("inference.kv_cache_dtype", inf.kv_cache_dtype, "auto (the model dtype), "
+                "fp8_e4m3 or fp8_e5m2 with engine sglang")
+    return _paged_refuses(inf, placement, "SGLang")
 
 
 ENGINE_SHEET_RULES: dict[str, EngineSheetRules] = {
     "transformers": EngineSheetRules(frozenset({"cache"}), _transformers_refuses),
     "vllm": EngineSheetRules(frozenset({"gpu_memory_utilization", "max_num_batched_tokens",
                                         "max_num_seqs", "block_size"}), _vllm_refuses),
+    "sglang": EngineSheetRules(frozenset({"mem_fraction_static", "max_running_requests",
+                                          "chunked_prefill_size"}), _sglang_refuses),
 }
 """``inference.engine`` → its sheet rules; one line per engine, beside the ``engine`` Literal."""
 

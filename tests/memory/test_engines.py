@@ -15,6 +15,7 @@ from gpusizer.errors import SheetError
 from gpusizer.memory.engines import ENGINES, TRAINING_ENGINE, Engine, engine_of
 from gpusizer.memory.engines.transformers import TRANSFORMERS
 from gpusizer.memory.engines.vllm import VLLM
+from gpusizer.memory.engines.sglang import SGLANG
 from gpusizer.memory.placement import inference_share
 from gpusizer.sheet import Inference, parse_sheet
 
@@ -26,12 +27,13 @@ BASE = {"model": {"id": "meta-llama/Meta-Llama-3.1-8B"}, "task": "inference", "w
 
 def test_the_registry_holds_the_engines_the_sheet_accepts():
     assert tuple(ENGINES) == get_args(Inference.model_fields["engine"].annotation)
-    assert ENGINES == {"transformers": TRANSFORMERS, "vllm": VLLM}
+    assert ENGINES == {"transformers": TRANSFORMERS, "vllm": VLLM, "sglang": SGLANG}
     assert TRAINING_ENGINE is TRANSFORMERS
 
 
 def test_each_engine_owns_its_sheet_keys():
     assert TRANSFORMERS.KEYS == {"cache"}
+    assert SGLANG.KEYS == {"mem_fraction_static", "max_running_requests", "chunked_prefill_size"}
     assert VLLM.KEYS == {"gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                          "block_size"}
     for engine in ENGINES.values():

@@ -197,7 +197,13 @@ def test_vllm_says_its_own_reason_for_not_starting():
         "vLLM: the pool budget 14.40 GiB (15 461 882 265 B) (0.90 × total 16.00 GiB) − "
         "weights 12.00 GiB − "
         "activation 1.00 GiB − non-torch 0.50 GiB leaves 1600 KV tokens < one sequence of 2048 "
-        "tokens: vLLM refuses to start"))
+        "tokens: vLLM refuses to start (\"To serve at least one request with the models's max "
+        "seq len (2048), (1.15 GiB KV cache is needed, which is larger than the available KV "
+        "cache memory (0.90 GiB). Based on the available memory, the estimated maximum model "
+        "length is 1600. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+        "when initializing the engine.\")"))
+    # vLLM V1's words (v1/core/kv_cache_utils.py): one sequence of 2048 tokens is 128 blocks of
+    # int(0.009 × 2^30) B = 1.15 GiB
     heavy = dataclasses.replace(pool, weights_bytes=15 * gib)
     assert VLLM.pool_condition(heavy).reason == (
         "vLLM: weights 15.00 GiB (16 106 127 360 B) exceed its pool budget 14.40 GiB "

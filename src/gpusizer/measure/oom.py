@@ -95,7 +95,7 @@ def localize(phase: str, sheet: Sheet) -> Localization:
             half = max(inf.concurrency // 2, 1)
             alts.append(f"inference.concurrency: {inf.concurrency} → {half}"
                         " (the other sequences queue: throughput changes, the need does not)")
-        if inf.kv_cache_dtype not in ("fp8",):
+        if not inf.kv_cache_dtype.startswith("fp8"):
             alts.append("inference.kv_cache_dtype: fp8" + quality)
         if "cache" in ENGINES[inf.engine].KEYS and inf.cache == "dynamic":
             alts.append("inference.cache: static (no growth copies during decode)")

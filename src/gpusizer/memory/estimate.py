@@ -205,8 +205,8 @@ def _kv_dtype_bytes(sheet: Sheet, plan: WeightPlan) -> tuple[int, str]:
     assert sheet.inference is not None
     kv = sheet.inference.kv_cache_dtype
     dtype = plan.compute_dtype if kv == "auto" else kv
-    if dtype == "fp8":
-        return 1, "fp8"
+    if dtype.startswith("fp8"):   # fp8, fp8_e4m3, fp8_e5m2: one byte per value
+        return 1, dtype
     return DTYPE_BYTES[dtype], dtype
 
 
@@ -250,7 +250,8 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                   phase_bytes=phase_bytes)]
     kernel = engine.attention_kernel(plan.rules.attention)
     items.append(engine.prefill_working(facts, inference=inf, share=share, dtype_bytes=b,
-                                        kernel=kernel, weights_format=plan.runs))
+                                        kernel=kernel, weights_format=plan.runs,
+                                        stack=sheet.stack))
     decode = forward_working_bytes(facts, batch=seqs, q_tokens=1, kv_tokens=tokens, dtype_bytes=b,
                                    kernel=kernel, logits_positions=1, tp=share.tp,
                                    fused_moe=engine.fused_moe,
@@ -342,7 +343,7 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
     if inf is not None and facts is not None:
         pool, items, pool_notes = _apply_pool(engine, inf, facts, card, plan, share, items,
                                               weights_bytes=weights_bytes, layout=layout,
-                                              kv_full=kv_full)
+                                              kv_full=kv_full, sheet=sheet)
         notes += pool_notes
     host = host_ram(sheet, facts, items,
                     summary.host_bytes_per_gpu if summary is not None else 0,
@@ -496,7 +497,8 @@ def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
 
 
 def _apply_pool(engine: Engine, inf, facts: ModelFacts, card: Card | None, plan: WeightPlan,
-                share: Share, items: list[Item], *, weights_bytes: int, layout, kv_full):
+                share: Share, items: list[Item], *, weights_bytes: int, layout, kv_full,
+                sheet: Sheet):
     """A serving engine's pool (with a card): the split, the items with the pool in place of
     the workload's KV cache, and the notes. CONTRACT.md: a serving engine takes its whole pool
     at start, so its peak is the budget (``MemoryEstimate`` derives it from the pool).
@@ -506,7 +508,8 @@ def _apply_pool(engine: Engine, inf, facts: ModelFacts, card: Card | None, plan:
     """
     pool, pool_notes = engine.pool(inference=inf, facts=facts, card=card,
                                    compute_dtype=plan.compute_dtype, weights_bytes=weights_bytes,
-                                   items=items, layout=layout, sequences=share.sequences)
+                                   items=items, layout=layout, sequences=share.sequences,
+                                   sheet=sheet, tp=share.tp)
     notes = [Note("pool", text) for text in pool_notes]
     if pool is None:
         return None, items, notes

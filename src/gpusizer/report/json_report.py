@@ -53,7 +53,8 @@ def pool_dict(v: PoolSplit | None) -> dict[str, Any] | None:
             "block_bytes": v.block_bytes, "kv_blocks": v.kv_blocks, "starts": v.starts,
             "sequences_held": v.sequences_held, "tokens_per_sequence": v.tokens_per_sequence,
             "required_sequences": v.required_sequences,
-            "required_kv_bytes": v.required_kv_bytes}
+            "required_kv_bytes": v.required_kv_bytes, "command": v.command,
+            "log_lines": list(v.log_lines), "settings": dict(v.settings)}
 
 
 def _pool_blocks(v: PoolSplit | None) -> dict[str, Any]:

@@ -121,6 +121,13 @@ class PoolOut(_Out):
     tokens_per_sequence: int | None = None
     required_sequences: int | None = None
     required_kv_bytes: int | None = None
+    command: str | None = Field(None, description="the engine's exact command line under "
+                                "which the verdict holds (vllm serve …, python -m "
+                                "sglang.launch_server …)")
+    log_lines: list[str] = Field([], description="the start-up log lines the engine would "
+                                 "print for this split, in its own units")
+    settings: dict[str, Any] = Field({}, description="the engine settings the split used, "
+                                     "resolved (SGLang's mem_fraction_static when auto, …)")
 
 
 class MemoryOut(_Out):

@@ -24,7 +24,7 @@ from .sections import CRITERIA, Section, header_lines
 
 __all__ = ["verdict_cell", "DETAILS_TITLE", "PAGE_ONE_WIDTH", "LISTED", "answer_lines",
            "page_one_sections", "invalidator_lines", "measurement_lines", "NO_INVALIDATOR",
-           "NO_MEASUREMENT", "details_lists"]
+           "NO_MEASUREMENT", "details_lists", "command_lines"]
 
 DETAILS_TITLE = "Details"
 """The fixed heading that ends page one (``## Details`` in Markdown)."""
@@ -250,6 +250,17 @@ NO_INVALIDATOR = "none"
 NO_MEASUREMENT = "no measurement: every figure is estimated or declared, not measured"
 
 
+def command_lines(offers: list[dict[str, Any]]) -> list[str]:
+    """``offer ids: command`` for the offers shown whose serving engine took a pool, one line per
+    distinct command (CONTRACT.md ``offers[].pool.command``), in the offers' order."""
+    by_command: dict[str, list[str]] = {}
+    for o in offers:
+        command = (o.get("pool") or {}).get("command")
+        if command:
+            by_command.setdefault(command, []).append(o["id"])
+    return [f"{', '.join(ids)}: {command}" for command, ids in by_command.items()]
+
+
 def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]:
     """Page one's sections after the answer: workload, memory by phase, shortlist, shared
     conditions, what could invalidate the conclusion, measurement conditions."""
@@ -263,6 +274,10 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
            Section("Offers", ("offer", "card × cards", "total USD", "verdict (p: provisional)",
                               "estimated fit", "headroom (GiB/GPU)", "open conditions"),
                    rows, lines)]
+    commands = command_lines(offers)
+    if commands:
+        out.append(Section("Engine command lines (each verdict holds under its own)",
+                           lines=tuple(commands)))
     if shared:
         out.append(Section("Left to confirm on every offer shown",
                            lines=tuple(f"{c}: {t}" for c, t in shared.items())))

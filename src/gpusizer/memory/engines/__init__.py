@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .base import Engine, PoolCondition, PoolSplit
 from .transformers import TRANSFORMERS
+from .sglang import SGLANG
 from .vllm import VLLM
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "Engine", "PoolSplit", "PoolCondition", "engine_of",
            "TRAINING_ENGINE"]
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (TRANSFORMERS, VLLM)}
+ENGINES: dict[str, Engine] = {e.name: e for e in (TRANSFORMERS, VLLM, SGLANG)}
 """Engine name (the sheet's ``inference.engine``) → its rules."""
 
 TRAINING_ENGINE: Engine = TRANSFORMERS

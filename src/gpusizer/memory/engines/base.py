@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ...catalog.types import Card
     from ...model.facts import ModelFacts
-    from ...sheet import Inference
+    from ...sheet import Inference, Sheet, Stack
     from ..items import Item
     from ..kv_cache import KvLayout
     from ..placement import PlacementRule, Share
@@ -54,6 +54,12 @@ class PoolSplit:
             share under ddp replicas).
         required_kv_bytes: the KV bytes those sequences need at the required length, in whole
             blocks.
+        command: the engine's exact command line under which this split (and the verdict
+            drawn from it) holds (CONTRACT.md ``pool.command``).
+        log_lines: the start-up log lines the engine would print for this split, with its own
+            figures and units (to compare with a real log line by line).
+        settings: the engine settings the split used, resolved (SGLang's
+            ``mem_fraction_static`` when auto, …), name → value.
     """
 
     engine: str
@@ -73,6 +79,9 @@ class PoolSplit:
     tokens_per_sequence: int = 0
     required_sequences: int = 1
     required_kv_bytes: int = 0
+    command: str = ""
+    log_lines: tuple[str, ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,8 +185,10 @@ class Engine(Protocol):
         """The kernel that runs, given the one the card rules chose for the sheet."""
 
     def prefill_working(self, facts: ModelFacts, *, inference: Inference, share: Share,
-                        dtype_bytes: int, kernel: str, weights_format: str) -> Item:
-        """The ``prefill_working`` item: the largest live set of the prefill forward."""
+                        dtype_bytes: int, kernel: str, weights_format: str,
+                        stack: Stack) -> Item:
+        """The ``prefill_working`` item: the largest live set of the prefill forward (``stack``:
+        the sheet's library versions, whose rules may differ)."""
 
     def decode_transients(self, facts: ModelFacts, *, inference: Inference, kv_bytes: int,
                           layer_fraction: Any) -> list[Item]:
@@ -185,9 +196,10 @@ class Engine(Protocol):
 
     def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
              compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
-             sequences: int) -> tuple[PoolSplit | None, list[str]]:
+             sequences: int, sheet: Sheet, tp: int) -> tuple[PoolSplit | None, list[str]]:
         """The memory the engine takes at start on one GPU (None: no pool, or no card) and
-        the notes on it."""
+        the notes on it (``sheet``: its model, placement and ``stack``; ``tp``: the
+        tensor-parallel ranks)."""
 
     def pool_items(self, items: list[Item], pool: PoolSplit, *, facts: ModelFacts,
                    compute_dtype: str, kv_needed: int) -> list[Item]:

@@ -53,8 +53,9 @@ class TransformersEngine(EngineBase):
         return attention
 
     def notes(self, inference: Inference) -> list[str]:
-        if inference.kv_cache_dtype == "fp8":
-            return ["kv_cache_dtype fp8 with transformers: sized at 1 byte per value as asked, "
+        if inference.kv_cache_dtype.startswith("fp8"):
+            return [f"kv_cache_dtype {inference.kv_cache_dtype} with transformers: sized at 1 "
+                    "byte per value as asked, "
                     "but transformers ships no fp8 KV cache (its quantized caches are quanto/HQQ "
                     "int2/int4): confirm the cache implementation (compatibility)"]
         return []
@@ -77,7 +78,8 @@ class TransformersEngine(EngineBase):
         return card_kernel
 
     def prefill_working(self, facts: ModelFacts, *, inference: Inference, share: Share,
-                        dtype_bytes: int, kernel: str, weights_format: str) -> Item:
+                        dtype_bytes: int, kernel: str, weights_format: str,
+                        stack: Any = None) -> Item:
         """One forward of the whole prompt of every sequence (``logits: all`` keeps every
         position's logits)."""
         prefill = forward_working_bytes(
@@ -106,7 +108,8 @@ class TransformersEngine(EngineBase):
 
     def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
              compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
-             sequences: int) -> tuple[PoolSplit | None, list[str]]:
+             sequences: int, sheet: Any = None, tp: int = 1
+             ) -> tuple[PoolSplit | None, list[str]]:
         """No pool: transformers allocates as it goes."""
         return None, []
 
