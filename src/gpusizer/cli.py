@@ -435,10 +435,10 @@ LogCardOpt = Annotated[str, typer.Option("--card", help="the card the log ran on
 LogOutOpt = Annotated[Path, typer.Option("--out", help="folder for the evidence (*.json)")]
 
 
-def _import_log(engine: str, log: Path, sheet: Path, card: str, out: Path) -> None:
+def _import_log(kind: str, log: Path, sheet: Path, card: str, out: Path) -> None:
     from .pipeline.importing import import_engine_log
     try:
-        doc, path = import_engine_log(engine, log, _load(sheet), card=_card(card), out=out)
+        doc, path = import_engine_log(kind, log, _load(sheet), card=_card(card), out=out)
     except GpusizerError as exc:
         _fail(exc, sheet)
     from .report.engine_log_summary import render_engine_log_summary
@@ -449,14 +449,14 @@ def _import_log(engine: str, log: Path, sheet: Path, card: str, out: Path) -> No
 def import_vllm_log(log: LogArg, sheet: LogSheetOpt, card: LogCardOpt, out: LogOutOpt) -> None:
     """Import a vLLM start-up log (0.4 – 0.11, V0 or V1) as engine_log evidence. Exit 2 when the
     log is foreign, truncated, contradictory or documents another workload."""
-    _import_log("vllm", log, sheet, card, out)
+    _import_log("vllm-log", log, sheet, card, out)
 
 
 @import_app.command("sglang-log")
 def import_sglang_log(log: LogArg, sheet: LogSheetOpt, card: LogCardOpt, out: LogOutOpt) -> None:
     """Import an SGLang start-up log as engine_log evidence. Exit 2 when the log is foreign,
     truncated, contradictory or documents another workload."""
-    _import_log("sglang", log, sheet, card, out)
+    _import_log("sglang-log", log, sheet, card, out)
 
 
 quality_app = typer.Typer(no_args_is_help=True, help="The quality gate: lock the criteria, then "

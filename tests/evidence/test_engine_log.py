@@ -26,7 +26,7 @@ GIB = 2**30
 
 def _facts(name: str, engine: str | None = None) -> dict:
     text = (LOGS / name).read_text()
-    return check_engine_log(parse_engine_log(text, engine or name.split("-")[0]))
+    return check_engine_log(parse_engine_log(text, engine or name.split("-")[0] + "-log"))
 
 
 def _sheet(prompt: int, new: int, concurrency: int = 1, **inference) -> object:
@@ -103,9 +103,9 @@ def test_sglang_logs():
 
 
 @pytest.mark.parametrize(("name", "engine", "words"), [
-    ("vllm-24162-qwen25-05b-tp2-truncated.log", "vllm", "truncated vLLM log"),
-    ("sglang-vllm21348-qwen3-235b-fp8-tp4.log", "vllm", "not a vLLM log"),
-    ("vllm-20707-v1-engine-core.log", "sglang", "not a SGLang log"),
+    ("vllm-24162-qwen25-05b-tp2-truncated.log", "vllm-log", "truncated vLLM log"),
+    ("sglang-vllm21348-qwen3-235b-fp8-tp4.log", "vllm-log", "not a vLLM log"),
+    ("vllm-20707-v1-engine-core.log", "sglang-log", "not a SGLang log"),
 ])
 def test_truncated_and_foreign_logs_are_refused(name, engine, words):
     with pytest.raises(EngineLogError, match=words):
@@ -116,13 +116,14 @@ def test_contradictory_logs_are_refused():
     base = (LOGS / "vllm-13596-v1-token-counts.log").read_text()
     # two start-ups pasted into one file
     with pytest.raises(EngineLogError, match="contradictory log: kv_tokens"):
-        check_engine_log(parse_engine_log(base + base.replace("2,042,016", "1,000,000"), "vllm"))
+        check_engine_log(parse_engine_log(base + base.replace("2,042,016", "1,000,000"),
+                                          "vllm-log"))
     # a concurrency that does not follow from tokens / length (997.08x, not 99.71x)
     with pytest.raises(EngineLogError, match="maximum concurrency"):
-        check_engine_log(parse_engine_log(base.replace("997.08x", "99.71x"), "vllm"))
+        check_engine_log(parse_engine_log(base.replace("997.08x", "99.71x"), "vllm-log"))
     with pytest.raises(EngineLogError, match="K size"):
         check_engine_log(parse_engine_log(
-            "KV Cache is allocated. #tokens: 10, K size: 1.00 GB, V size: 2.00 GB", "sglang"))
+            "KV Cache is allocated. #tokens: 10, K size: 1.00 GB, V size: 2.00 GB", "sglang-log"))
 
 
 def test_line_kinds_are_one_table_with_sources():
@@ -161,16 +162,16 @@ def test_sheet_mismatches_are_refused():
     card = require_card("RTX 3090")
     text = (LOGS / "vllm-10517-llama31-8b-rtx3090-20k.log").read_text()
     with pytest.raises(EngineLogError, match="gpu_memory_utilization 0.9; the sheet asks 0.8"):
-        engine_log_evidence(text, "vllm", _sheet(19000, 1000, gpu_memory_utilization=0.8), card,
+        engine_log_evidence(text, "vllm-log", _sheet(19000, 1000, gpu_memory_utilization=0.8), card,
                             document="x.log")
     with pytest.raises(EngineLogError, match="23.58 GiB"):   # an RTX 3090 log is not an H100
-        engine_log_evidence(text, "vllm", _sheet(19000, 1000), require_card("H100 SXM"),
+        engine_log_evidence(text, "vllm-log", _sheet(19000, 1000), require_card("H100 SXM"),
                             document="x.log")
     w8a8 = (LOGS / "vllm-12569-llama31-70b-w8a8-v1.log").read_text()
     with pytest.raises(EngineLogError, match="another model"):
-        engine_log_evidence(w8a8, "vllm", _sheet(1000, 1000), card, document="x.log")
+        engine_log_evidence(w8a8, "vllm-log", _sheet(1000, 1000), card, document="x.log")
     with pytest.raises(EngineLogError, match="inference.engine sglang"):
-        engine_log_evidence(text, "sglang", _sheet(19000, 1000), card, document="x.log")
+        engine_log_evidence(text, "sglang-log", _sheet(19000, 1000), card, document="x.log")
 
 
 def _plan_memory(sheet, docs):
@@ -183,7 +184,7 @@ def _plan_memory(sheet, docs):
 
 def test_plan_memory_acceptable_from_the_log_never_workload(tmp_path):
     sheet = _sheet(19000, 1000)           # prompt + new = 20000 = the log's max_model_len
-    doc, path = import_engine_log("vllm", LOGS / "vllm-10517-llama31-8b-rtx3090-20k.log",
+    doc, path = import_engine_log("vllm-log", LOGS / "vllm-10517-llama31-8b-rtx3090-20k.log",
                                   sheet, card=require_card("RTX 3090"), out=tmp_path)
     assert path.name == "vllm-10517-llama31-8b-rtx3090-20k.engine-log.json"
     assert json.loads(path.read_text())["kind"] == "engine_log"
@@ -196,14 +197,14 @@ def test_plan_memory_acceptable_from_the_log_never_workload(tmp_path):
     # two sequences: the log at exactly this length and utilization holds one
     sheet2 = _sheet(19000, 1000, concurrency=2)
     doc2 = engine_log_evidence((LOGS / "vllm-10517-llama31-8b-rtx3090-20k.log").read_text(),
-                               "vllm", sheet2, require_card("RTX 3090"), document="l.log")
+                               "vllm-log", sheet2, require_card("RTX 3090"), document="l.log")
     assert _plan_memory(sheet2, [doc2])["memory"]["state"] == "exclude"
 
 
 def test_plan_memory_exclude_from_a_refusal_and_condition_names_import():
     sheet = _sheet(28000, 1000)
     doc = engine_log_evidence(
-        (LOGS / "vllm-10517-llama31-8b-rtx3090-29k-refused.log").read_text(), "vllm", sheet,
+        (LOGS / "vllm-10517-llama31-8b-rtx3090-29k-refused.log").read_text(), "vllm-log", sheet,
         require_card("RTX 3090"), document="refused.log")
     assert _plan_memory(sheet, [doc])["memory"]["state"] == "exclude"
     crit = _plan_memory(sheet, [])
@@ -213,10 +214,10 @@ def test_plan_memory_exclude_from_a_refusal_and_condition_names_import():
 
 
 def test_engine_log_document_fields_are_checked():
-    good = {"kind": "engine_log", "document": "l.log", "version": "vLLM", "engine": "vllm",
+    good = {"kind": "engine_log", "document": "l.log", "version": "vLLM", "log_kind": "vllm-log",
             "started": True, "kv_tokens": 10, "max_model_len": 5}
     load_evidence_docs([good])
-    for bad in ({"engine": "tgi"}, {"started": "yes"}, {"kv_tokens": -1},
+    for bad in ({"log_kind": "tgi-log"}, {"started": "yes"}, {"kv_tokens": -1},
                 {"max_concurrency": float("nan")}):
         with pytest.raises(EvidenceError):
             load_evidence_docs([{**good, **bad}])

@@ -29,12 +29,14 @@ from typing import Any, Literal
 
 from ..errors import EngineLogError
 
-__all__ = ["engine_log_fields", "LINE_KINDS", "LineKind", "EngineLog", "parse_engine_log", "check_engine_log",
-           "LogProof", "log_proof", "ENGINES", "model_matches", "VLLM_DEFAULT_BLOCK_TOKENS"]
+__all__ = ["engine_log_fields", "LINE_KINDS", "LineKind", "EngineLog", "parse_engine_log",
+           "check_engine_log", "LogProof", "log_proof", "LOG_KINDS", "model_matches",
+           "VLLM_DEFAULT_BLOCK_TOKENS"]
 
-Engine = Literal["vllm", "sglang"]
-ENGINES: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang"}
-"""The engines whose logs are read, with the name reports give them."""
+LogKind = Literal["vllm-log", "sglang-log"]
+LOG_KINDS: dict[str, str] = {"vllm-log": "vLLM", "sglang-log": "SGLang"}
+"""The log kinds read (``gpusizer import <engine>-log``) with the engine's name as reports give
+it; the sheet's ``inference.engine`` a log documents is its kind without ``-log``."""
 
 GIB = 1 << 30
 VLLM_DEFAULT_BLOCK_TOKENS = 16
@@ -54,160 +56,162 @@ class LineKind:
 
     Attributes:
         name: the kind's name (reported in ``lines_found``).
-        engine: whose line it is.
+        log: the log kind it belongs to (None: either engine's, torch's own lines).
         pattern: a tolerant regular expression (searched, not anchored).
         fields: the figure each group gives, in group order (``None``: a group not kept).
         source: where the engine prints it (repository path, versions).
     """
 
     name: str
-    engine: Engine
+    log: LogKind | None
     pattern: re.Pattern[str]
     fields: tuple[str | None, ...]
     source: str
 
 
-def _k(name: str, engine: Engine, pattern: str, fields: tuple[str | None, ...],
+def _k(name: str, log: LogKind | None, pattern: str, fields: tuple[str | None, ...],
        source: str) -> LineKind:
-    return LineKind(name, engine, re.compile(pattern), fields, source)
+    return LineKind(name, log, re.compile(pattern), fields, source)
 
 
 LINE_KINDS: tuple[LineKind, ...] = (
     # --- vLLM -----------------------------------------------------------------------------
-    _k("version", "vllm", r"vLLM API server version v?(\d+\.\d+[\w.+-]*)", ("version",),
+    _k("version", "vllm-log", r"vLLM API server version v?(\d+\.\d+[\w.+-]*)", ("version",),
        "vllm/entrypoints/openai/api_server.py (v0.4 – v0.11)"),
-    _k("engine_config", "vllm",
+    _k("engine_config", "vllm-log",
        r"Initializing an? (?:(V[01]) )?LLM engine \(v?(\d+\.\d+[\w.+-]*)\) with config: "
        r"model='([^']*)'", ("mode", "version", "model"),
        "vllm/engine/llm_engine.py (V0), vllm/v1/engine/core.py (V1)"),
-    _k("config_max_seq_len", "vllm", r"with config: .*\bmax_seq_len=(\d+)", ("max_model_len",),
+    _k("config_max_seq_len", "vllm-log", r"with config: .*\bmax_seq_len=(\d+)", ("max_model_len",),
        "the engine config line"),
-    _k("config_tp", "vllm", r"with config: .*\btensor_parallel_size=(\d+)",
+    _k("config_tp", "vllm-log", r"with config: .*\btensor_parallel_size=(\d+)",
        ("tensor_parallel_size",), "the engine config line"),
-    _k("config_kv_dtype", "vllm", r"with config: .*\bkv_cache_dtype=([\w]+)",
+    _k("config_kv_dtype", "vllm-log", r"with config: .*\bkv_cache_dtype=([\w]+)",
        ("kv_cache_dtype",), "the engine config line"),
-    _k("args_model", "vllm", r"non-default args: .*'model': '([^']*)'", ("model",),
+    _k("args_model", "vllm-log", r"non-default args: .*'model': '([^']*)'", ("model",),
        "vllm/entrypoints/utils.py log_non_default_args (v0.9+)"),
-    _k("args_max_model_len", "vllm", r"non-default args: .*'max_model_len': (\d+)",
+    _k("args_max_model_len", "vllm-log", r"non-default args: .*'max_model_len': (\d+)",
        ("max_model_len",), "non-default args"),
-    _k("args_tp", "vllm", r"non-default args: .*'tensor_parallel_size': (\d+)",
+    _k("args_tp", "vllm-log", r"non-default args: .*'tensor_parallel_size': (\d+)",
        ("tensor_parallel_size",), "non-default args"),
-    _k("args_utilization", "vllm", r"non-default args: .*'gpu_memory_utilization': " + _FLOAT,
+    _k("args_utilization", "vllm-log", r"non-default args: .*'gpu_memory_utilization': " + _FLOAT,
        ("gpu_memory_utilization",), "non-default args"),
-    _k("args_kv_dtype", "vllm", r"non-default args: .*'kv_cache_dtype': '(\w+)'",
+    _k("args_kv_dtype", "vllm-log", r"non-default args: .*'kv_cache_dtype': '(\w+)'",
        ("kv_cache_dtype",), "non-default args"),
-    _k("args_max_num_seqs", "vllm", r"non-default args: .*'max_num_seqs': (\d+)",
+    _k("args_max_num_seqs", "vllm-log", r"non-default args: .*'max_num_seqs': (\d+)",
        ("max_num_seqs",), "non-default args"),
-    _k("args_block_size", "vllm", r"non-default args: .*'block_size': (\d+)",
+    _k("args_block_size", "vllm-log", r"non-default args: .*'block_size': (\d+)",
        ("block_size",), "non-default args"),
-    _k("v1_env", "vllm", r"VLLM_USE_(V1)=1", ("mode",), "the environment pasted with the command"),
-    _k("command", "vllm", r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server\s+--model)"
+    _k("v1_env", "vllm-log", r"VLLM_USE_(V1)=1", ("mode",),
+       "the environment pasted with the command"),
+    _k("command", "vllm-log", r"(?:vllm serve|vllm\.entrypoints\.openai\.api_server\s+--model)"
        r"[ =]+(?!-)(\S+)", ("model",), "the launch command, as pasted beside the log"),
-    _k("command_max_model_len", "vllm", _VCMD + r"--max[-_]model[-_]len[ =]+(\d+)",
+    _k("command_max_model_len", "vllm-log", _VCMD + r"--max[-_]model[-_]len[ =]+(\d+)",
        ("max_model_len",), "the launch command"),
-    _k("command_utilization", "vllm", _VCMD + r"--gpu[-_]memory[-_]utilization[ =]+" + _FLOAT,
+    _k("command_utilization", "vllm-log", _VCMD + r"--gpu[-_]memory[-_]utilization[ =]+" + _FLOAT,
        ("gpu_memory_utilization",), "the launch command"),
-    _k("command_tp", "vllm", _VCMD + r"(?:--tensor[-_]parallel[-_]size|-tp)[ =]+(\d+)",
+    _k("command_tp", "vllm-log", _VCMD + r"(?:--tensor[-_]parallel[-_]size|-tp)[ =]+(\d+)",
        ("tensor_parallel_size",), "the launch command"),
-    _k("command_kv_dtype", "vllm", _VCMD + r"--kv[-_]cache[-_]dtype[ =]+(\w+)",
+    _k("command_kv_dtype", "vllm-log", _VCMD + r"--kv[-_]cache[-_]dtype[ =]+(\w+)",
        ("kv_cache_dtype",), "the launch command"),
-    _k("command_max_num_seqs", "vllm", _VCMD + r"--max[-_]num[-_]seqs[ =]+(\d+)",
+    _k("command_max_num_seqs", "vllm-log", _VCMD + r"--max[-_]num[-_]seqs[ =]+(\d+)",
        ("max_num_seqs",), "the launch command"),
-    _k("command_block_size", "vllm", _VCMD + r"--block[-_]size[ =]+(\d+)", ("block_size",),
+    _k("command_block_size", "vllm-log", _VCMD + r"--block[-_]size[ =]+(\d+)", ("block_size",),
        "the launch command"),
-    _k("max_model_len", "vllm", r"Using max model len (\d+)", ("max_model_len",),
+    _k("max_model_len", "vllm-log", r"Using max model len (\d+)", ("max_model_len",),
        "vllm/config.py (v0.8+)"),
-    _k("weights_gb", "vllm", r"Loading model weights took " + _FLOAT + r" ?GB",
+    _k("weights_gb", "vllm-log", r"Loading model weights took " + _FLOAT + r" ?GB",
        ("weights_gib",), "vllm/worker/model_runner.py, v1/worker/gpu_model_runner.py (≤ v0.8)"),
-    _k("weights_gib", "vllm", r"Model loading took " + _FLOAT + r" ?GiB", ("weights_gib",),
+    _k("weights_gib", "vllm-log", r"Model loading took " + _FLOAT + r" ?GiB", ("weights_gib",),
        "vllm/v1/worker/gpu_model_runner.py (v0.8+)"),
-    _k("profile_v0", "vllm",
+    _k("profile_v0", "vllm-log",
        r"Memory profiling results: total_gpu_memory=" + _FLOAT + r"GiB.*?"
        r"non_torch_memory=" + _FLOAT + r"GiB kv_cache_size=" + _FLOAT + r"GiB "
        r"gpu_memory_utilization=" + _FLOAT,
        ("total_gib", "non_torch_gib", "kv_cache_gib", "gpu_memory_utilization"),
        "vllm/worker/worker.py determine_num_available_blocks (v0.6.4 – v0.6.5)"),
-    _k("profile_budget", "vllm",
+    _k("profile_budget", "vllm-log",
        r"total_gpu_memory \(" + _FLOAT + r" ?GiB\) x gpu_memory_utilization \(" + _FLOAT
        + r"\)", ("total_gib", "gpu_memory_utilization"),
        "vllm/worker/worker.py (v0.6.6 – v0.8, V0) and v1/worker/gpu_worker.py"),
-    _k("profile_kv_rest", "vllm", r"reserved for KV Cache is " + _FLOAT + r" ?GiB",
+    _k("profile_kv_rest", "vllm-log", r"reserved for KV Cache is " + _FLOAT + r" ?GiB",
        ("kv_cache_gib",), "vllm/worker/worker.py (v0.6.6 – v0.8)"),
-    _k("profile_non_torch", "vllm", r"non_torch_memory takes " + _FLOAT + r" ?GiB",
+    _k("profile_non_torch", "vllm-log", r"non_torch_memory takes " + _FLOAT + r" ?GiB",
        ("non_torch_gib",), "vllm/worker/worker.py (v0.6.6 – v0.8)"),
-    _k("available_kv", "vllm", r"Available KV cache memory: " + _FLOAT + r" ?GiB",
+    _k("available_kv", "vllm-log", r"Available KV cache memory: " + _FLOAT + r" ?GiB",
        ("kv_cache_gib",), "vllm/v1/worker/gpu_worker.py (v0.8+)"),
-    _k("gpu_blocks", "vllm", r"(?:#\s*)?GPU blocks: " + _NUM, ("kv_blocks",),
+    _k("gpu_blocks", "vllm-log", r"(?:#\s*)?GPU blocks: " + _NUM, ("kv_blocks",),
        "vllm/executor/*, v1/core/kv_cache_utils.py (≤ v0.7)"),
-    _k("num_gpu_blocks", "vllm", r"num_gpu_blocks is: " + _NUM, ("kv_blocks",),
+    _k("num_gpu_blocks", "vllm-log", r"num_gpu_blocks is: " + _NUM, ("kv_blocks",),
        "vllm/v1/metrics/loggers.py (v0.9+)"),
-    _k("kv_tokens", "vllm", r"GPU KV cache size: " + _NUM + r" tokens", ("kv_tokens",),
+    _k("kv_tokens", "vllm-log", r"GPU KV cache size: " + _NUM + r" tokens", ("kv_tokens",),
        "vllm/v1/core/kv_cache_utils.py (v0.7.3+)"),
-    _k("max_concurrency", "vllm",
+    _k("max_concurrency", "vllm-log",
        r"Maximum concurrency for " + _NUM + r" tokens per request: " + _FLOAT + r"x",
        ("max_model_len", "max_concurrency"),
        "vllm/executor/executor_base.py (V0), v1/core/kv_cache_utils.py (V1)"),
-    _k("refusal_tokens", "vllm",
+    _k("refusal_tokens", "vllm-log",
        r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be "
        r"stored in KV cache \((\d+)\)", ("refused_max_model_len", "refused_kv_tokens"),
        "vllm/worker/worker.py raise_if_cache_size_invalid (V0)"),
-    _k("refusal_memory", "vllm",
+    _k("refusal_memory", "vllm-log",
        r"max seq len \((\d+)\), \(" + _FLOAT + r" GiB KV cache is needed, which is larger "
        r"than the available KV cache memory \(" + _FLOAT + r" GiB\)",
        ("refused_max_model_len", None, "refused_kv_cache_gib"),
        "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1)"),
-    _k("refusal_no_blocks", "vllm", r"(No available memory for the cache blocks)",
+    _k("refusal_no_blocks", "vllm-log", r"(No available memory for the cache blocks)",
        ("refusal",), "vllm/worker/worker.py (V0)"),
     # --- SGLang ---------------------------------------------------------------------------
-    _k("sglang_version", "sglang", r"\bsglang(?: version|==|:)\s*v?(\d+\.\d+[\w.+-]*)",
+    _k("sglang_version", "sglang-log", r"\bsglang(?: version|==|:)\s*v?(\d+\.\d+[\w.+-]*)",
        ("version",), "python -m sglang.check_env, or the package version pasted"),
-    _k("server_args_model", "sglang", r"server_args=ServerArgs\(.*?\bmodel_path='([^']*)'",
+    _k("server_args_model", "sglang-log", r"server_args=ServerArgs\(.*?\bmodel_path='([^']*)'",
        ("model",), "python/sglang/srt/server_args.py (logged at launch)"),
-    _k("server_args_tp", "sglang", r"server_args=ServerArgs\(.*?\btp_size=(\d+)",
+    _k("server_args_tp", "sglang-log", r"server_args=ServerArgs\(.*?\btp_size=(\d+)",
        ("tensor_parallel_size",), "server_args"),
-    _k("server_args_fraction", "sglang",
+    _k("server_args_fraction", "sglang-log",
        r"server_args=ServerArgs\(.*?\bmem_fraction_static=" + _FLOAT,
        ("mem_fraction_static",), "server_args"),
-    _k("server_args_context", "sglang", r"server_args=ServerArgs\(.*?\bcontext_length=(\d+)",
+    _k("server_args_context", "sglang-log", r"server_args=ServerArgs\(.*?\bcontext_length=(\d+)",
        ("max_model_len",), "server_args"),
-    _k("server_args_kv_dtype", "sglang", r"server_args=ServerArgs\(.*?\bkv_cache_dtype='(\w+)'",
+    _k("server_args_kv_dtype", "sglang-log", r"server_args=ServerArgs\(.*?\bkv_cache_dtype='(\w+)'",
        ("kv_cache_dtype",), "server_args"),
-    _k("sglang_command", "sglang", r"sglang\.launch_server\b.*?--model(?:-path)?[ =]+(\S+)",
+    _k("sglang_command", "sglang-log", r"sglang\.launch_server\b.*?--model(?:-path)?[ =]+(\S+)",
        ("model",), "the launch command, as pasted beside the log"),
-    _k("sglang_command_tp", "sglang", r"sglang\.launch_server\b.*?--tp(?:-size)?[ =]+(\d+)",
+    _k("sglang_command_tp", "sglang-log", r"sglang\.launch_server\b.*?--tp(?:-size)?[ =]+(\d+)",
        ("tensor_parallel_size",), "the launch command"),
-    _k("sglang_command_fraction", "sglang",
+    _k("sglang_command_fraction", "sglang-log",
        r"sglang\.launch_server\b.*?--mem-fraction-static[ =]+" + _FLOAT,
        ("mem_fraction_static",), "the launch command"),
-    _k("sglang_command_context", "sglang",
+    _k("sglang_command_context", "sglang-log",
        r"sglang\.launch_server\b.*?--context-length[ =]+(\d+)", ("max_model_len",),
        "the launch command"),
-    _k("sglang_command_running", "sglang",
+    _k("sglang_command_running", "sglang-log",
        r"sglang\.launch_server\b.*?--max-running-requests[ =]+(\d+)",
        ("max_running_requests",), "the launch command"),
-    _k("sglang_command_kv_dtype", "sglang",
+    _k("sglang_command_kv_dtype", "sglang-log",
        r"sglang\.launch_server\b.*?--kv-cache-dtype[ =]+(\w+)", ("kv_cache_dtype",),
        "the launch command"),
-    _k("load_weight_end", "sglang",
+    _k("load_weight_end", "sglang-log",
        r"Load weight end\..*?avail mem=" + _FLOAT + r" ?GB, mem usage=" + _FLOAT + r" ?GB",
        ("available_after_load_gib", "weights_gib"),
        "python/sglang/srt/model_executor/model_runner.py load_model"),
-    _k("sglang_kv_alloc", "sglang",
+    _k("sglang_kv_alloc", "sglang-log",
        r"KV Cache is allocated\. #tokens: " + _NUM + r", K size: " + _FLOAT + r" ?GB, "
        r"V size: " + _FLOAT + r" ?GB", ("kv_tokens", "k_gib", "v_gib"),
        "python/sglang/srt/mem_cache/memory_pool.py MHATokenToKVPool"),
-    _k("sglang_kv_alloc_mla", "sglang",
+    _k("sglang_kv_alloc_mla", "sglang-log",
        r"KV Cache is allocated\. #tokens: " + _NUM + r", KV size: " + _FLOAT + r" ?GB",
-       ("kv_tokens", "kv_cache_gib"), "python/sglang/srt/mem_cache/memory_pool.py MLATokenToKVPool"),
-    _k("sglang_summary", "sglang",
+       ("kv_tokens", "kv_cache_gib"),
+       "python/sglang/srt/mem_cache/memory_pool.py MLATokenToKVPool"),
+    _k("sglang_summary", "sglang-log",
        r"max_total_num_tokens=" + _NUM + r".*?max_running_requests=(\d+).*?context_len=(\d+)",
        ("kv_tokens", "max_running_requests", "max_model_len"),
        "python/sglang/srt/managers/scheduler.py (tp_worker info)"),
-    _k("sglang_refusal", "sglang", r"(Not enough memory\. Please try to increase "
+    _k("sglang_refusal", "sglang-log", r"(Not enough memory\. Please try to increase "
        r"--mem-fraction-static)", ("refusal",),
        "python/sglang/srt/model_executor/model_runner.py init_memory_pool"),
     # --- either ---------------------------------------------------------------------------
-    _k("cuda_oom", "vllm", r"((?:torch\.)?(?:cuda\.)?OutOfMemoryError|CUDA out of memory)",
+    _k("cuda_oom", None, r"((?:torch\.)?(?:cuda\.)?OutOfMemoryError|CUDA out of memory)",
        ("refusal",), "torch (either engine)"),
 )
 """Every line kind read, in one table; a line may match several kinds (the config line gives
@@ -219,8 +223,8 @@ _INT_FIELDS = {"max_model_len", "tensor_parallel_size", "max_num_seqs", "block_s
 _FLOAT_FIELDS = {"gpu_memory_utilization", "mem_fraction_static", "max_concurrency"}
 _GIB_FIELDS = {"weights_gib", "total_gib", "non_torch_gib", "kv_cache_gib", "k_gib", "v_gib",
                "available_after_load_gib", "refused_kv_cache_gib"}
-_CAPACITY = {"vllm": ("kv_tokens", "kv_blocks", "refusal", "refused_max_model_len"),
-             "sglang": ("kv_tokens", "refusal")}
+_CAPACITY = {"vllm-log": ("kv_tokens", "kv_blocks", "refusal", "refused_max_model_len"),
+             "sglang-log": ("kv_tokens", "refusal")}
 """A figure without which a log says nothing of the pool: the KV capacity, or the refusal."""
 
 
@@ -229,14 +233,14 @@ class EngineLog:
     """What one start-up log says, figure by figure (``None``: the log does not say).
 
     Attributes:
-        engine: ``vllm`` or ``sglang``, the log kind the user named.
+        kind: ``vllm-log`` or ``sglang-log``, the log kind the user named.
         values: figure → every distinct value found, in order (ints, floats, strings).
         lines: kind name → 1-based line numbers where it matched.
         foreign: line kinds of the other engine that matched (a log of another engine).
         ranks: ranks (TP0, EngineCore_0 …) whose lines were read.
     """
 
-    engine: Engine
+    kind: LogKind
     values: dict[str, list[Any]]
     lines: dict[str, list[int]]
     foreign: dict[str, list[int]]
@@ -290,13 +294,13 @@ def _logical_lines(text: str):
         yield start, " ".join(pending)
 
 
-def parse_engine_log(text: str, engine: Engine) -> EngineLog:
+def parse_engine_log(text: str, kind: LogKind) -> EngineLog:
     """Match every line of ``text`` against :data:`LINE_KINDS` (no evaluation of any kind).
 
     Args:
         text: the log, decoded (ANSI colour codes are removed; a ``#`` first-line comment is
             read as a line like any other and matches nothing).
-        engine: the engine the user says wrote it.
+        kind: the log kind the user says it is (``vllm-log`` / ``sglang-log``).
 
     Returns:
         The figures found, the line numbers of each kind, and the other engine's kinds that
@@ -307,25 +311,24 @@ def parse_engine_log(text: str, engine: Engine) -> EngineLog:
     foreign: dict[str, list[int]] = {}
     ranks: set[int] = set()
     for number, line in _logical_lines(text):
-        for kind in LINE_KINDS:
-            m = kind.pattern.search(line)
+        for line_kind in LINE_KINDS:
+            m = line_kind.pattern.search(line)
             if m is None:
                 continue
-            own = kind.engine == engine or kind.name == "cuda_oom"
-            if not own:
-                foreign.setdefault(kind.name, []).append(number)
+            if line_kind.log not in (kind, None):
+                foreign.setdefault(line_kind.name, []).append(number)
                 continue
-            lines.setdefault(kind.name, []).append(number)
+            lines.setdefault(line_kind.name, []).append(number)
             if (r := _RANK.search(line)) is not None:
                 ranks.add(int(r.group(1)))
-            for fname, group in zip(kind.fields, m.groups()):
+            for fname, group in zip(line_kind.fields, m.groups()):
                 if fname is None or group is None:
                     continue
                 v = _value(fname, group)
                 seen = values.setdefault(fname, [])
                 if v not in seen:
                     seen.append(v)
-    return EngineLog(engine, values, lines, foreign, tuple(sorted(ranks)))
+    return EngineLog(kind, values, lines, foreign, tuple(sorted(ranks)))
 
 
 def _gib_bytes(gib: float | None) -> int | None:
@@ -359,35 +362,36 @@ def check_engine_log(log: EngineLog) -> dict[str, Any]:
     Raises:
         EngineLogError: foreign, truncated or contradictory, with the line numbers.
     """
-    name = ENGINES[log.engine]
-    other = "sglang" if log.engine == "vllm" else "vllm"
+    name = LOG_KINDS[log.kind]
+    other = next(k for k in LOG_KINDS if k != log.kind)
     own = {k: v for k, v in log.lines.items() if k != "cuda_oom"}
     if not own:
         if log.foreign:
-            raise EngineLogError(f"not a {name} log: it reads as a {ENGINES[other]} log "
-                                 f"({_where(log.foreign)}); use `gpusizer import {other}-log`",
+            raise EngineLogError(f"not a {name} log: it reads as a {LOG_KINDS[other]} log "
+                                 f"({_where(log.foreign)}); use `gpusizer import {other}`",
                                  field="LOG")
         raise EngineLogError(f"not a {name} start-up log: none of its line kinds was found "
-                             f"(e.g. {_expected(log.engine)})", field="LOG")
+                             f"(e.g. {_EXPECTED[log.kind]})", field="LOG")
     for fname, vals in log.values.items():
         if fname in _GIB_FIELDS and len(log.ranks) > 1:
             continue   # each rank prints its own; the pool is sized by the smallest (below)
         if len(vals) > 1 and fname not in ("version", "refusal"):
             raise EngineLogError(f"contradictory log: {fname} is {vals[0]!r} and {vals[1]!r} "
                                  f"({_where(log.lines)}): one file per start-up", field="LOG")
-    if not any(log.one(k) is not None for k in _CAPACITY[log.engine]):
+    if not any(log.one(k) is not None for k in _CAPACITY[log.kind]):
         if log.foreign and any(k in log.foreign for k in ("sglang_kv_alloc", "kv_tokens",
                                                            "gpu_blocks", "sglang_summary")):
-            raise EngineLogError(f"not a {name} log: its KV cache lines are {ENGINES[other]}'s "
-                                 f"({_where(log.foreign)}); use `gpusizer import {other}-log`",
+            raise EngineLogError(f"not a {name} log: its KV cache lines are {LOG_KINDS[other]}'s "
+                                 f"({_where(log.foreign)}); use `gpusizer import {other}`",
                                  field="LOG")
         raise EngineLogError(f"truncated {name} log: it stops before the KV cache was sized (no "
-                             f"{_expected(log.engine)} line; found {', '.join(sorted(own))})",
+                             f"{_EXPECTED[log.kind]} line; found {', '.join(sorted(own))})",
                              field="LOG")
-    facts = _vllm_figures(log) if log.engine == "vllm" else _sglang_figures(log)
+    facts = {"log_kind": log.kind, "engine": log.kind.removesuffix("-log"),
+             **_FIGURES[log.kind](log)}
     facts["lines_found"] = {k: v for k, v in sorted(log.lines.items())}
     facts["lines_missing"] = [k.name for k in LINE_KINDS
-                              if k.engine == log.engine and k.name not in log.lines]
+                              if k.log == log.kind and k.name not in log.lines]
     facts["ranks"] = list(log.ranks)
     return facts
 
@@ -397,9 +401,8 @@ def _where(lines: dict[str, list[int]]) -> str:
                                                                kv[1][0])[:4])
 
 
-def _expected(engine: str) -> str:
-    return ("'GPU KV cache size: N tokens', '# GPU blocks: N' or the refusal" if engine == "vllm"
-            else "'KV Cache is allocated. #tokens: N' or 'max_total_num_tokens=N'")
+_EXPECTED = {"vllm-log": "'GPU KV cache size: N tokens', '# GPU blocks: N' or the refusal",
+             "sglang-log": "'KV Cache is allocated. #tokens: N' or 'max_total_num_tokens=N'"}
 
 
 def _vllm_figures(log: EngineLog) -> dict[str, Any]:
@@ -444,7 +447,7 @@ def _vllm_figures(log: EngineLog) -> dict[str, Any]:
     mode = log.one("mode") or ("V1" if {"available_kv", "kv_tokens", "num_gpu_blocks"}
                                & set(log.lines) else "V0" if "profile_v0" in log.lines else None)
     return {
-        "engine": "vllm", "engine_version": version, "engine_mode": mode,
+        "engine_version": version, "engine_mode": mode,
         "model": log.one("model"), "tensor_parallel_size": log.one("tensor_parallel_size"),
         "gpu_memory_utilization": log.one("gpu_memory_utilization"),
         "kv_cache_dtype": log.one("kv_cache_dtype"), "max_model_len": max_len or refused,
@@ -471,7 +474,7 @@ def _sglang_figures(log: EngineLog) -> dict[str, Any]:
     kv_gib = (k + v) if k is not None and v is not None else log.one("kv_cache_gib")
     refusal = log.one("refusal")
     return {
-        "engine": "sglang", "engine_version": log.one("version"), "engine_mode": None,
+        "engine_version": log.one("version"), "engine_mode": None,
         "model": log.one("model"), "tensor_parallel_size": log.one("tensor_parallel_size"),
         "mem_fraction_static": log.one("mem_fraction_static"),
         "kv_cache_dtype": log.one("kv_cache_dtype"), "max_model_len": log.one("max_model_len"),
@@ -483,6 +486,10 @@ def _sglang_figures(log: EngineLog) -> dict[str, Any]:
         "started": refusal is None,
         "refusal": None if refusal is None else f"SGLang did not start: {refusal}",
     }
+
+
+_FIGURES = {"vllm-log": _vllm_figures, "sglang-log": _sglang_figures}
+"""Each log kind's figures and consistency checks."""
 
 
 def _norm(name: str) -> str:
@@ -518,6 +525,41 @@ class LogProof:
     missing: tuple[str, ...] = field(default=())
 
 
+def _vllm_held(doc: dict[str, Any], tokens: int, L: int, max_len: int,
+               block_tokens: int) -> tuple[int, str]:
+    block = doc.get("block_size") or block_tokens
+    per_seq = -(-L // block) * block
+    held = tokens // per_seq
+    how = f"{tokens:,} KV tokens // {per_seq:,} ({L:,} in blocks of {block})"
+    conc = doc.get("max_concurrency")
+    if conc is not None and max_len == L and math.floor(conc) < held:
+        held = math.floor(conc)
+        how += f", capped by vLLM's own maximum concurrency {conc}x"
+    cap = doc.get("max_num_seqs")
+    if cap is not None and cap < held:
+        held = cap
+        how += f", capped by max_num_seqs {cap}"
+    return held, how
+
+
+def _sglang_held(doc: dict[str, Any], tokens: int, L: int, max_len: int,
+                 block_tokens: int) -> tuple[int, str]:
+    held = min(tokens // L, int(doc["max_running_requests"]))
+    return held, (f"{tokens:,} pool tokens // {L:,} = {tokens // L}, max_running_requests "
+                  f"{doc['max_running_requests']}")
+
+
+@dataclass(frozen=True)
+class _HeldRule:
+    needs: tuple[str, ...]
+    held: Any
+
+
+_HELD = {"vllm-log": _HeldRule((), _vllm_held),
+         "sglang-log": _HeldRule(("max_running_requests",), _sglang_held)}
+"""How each engine's pool holds sequences of a required length (``log_proof``)."""
+
+
 def log_proof(doc: dict[str, Any], *, tokens_per_sequence: int, sequences: int,
               block_tokens: int) -> LogProof:
     """Judge an ``engine_log`` document's figures (its kind-specific fields) for the workload.
@@ -538,7 +580,7 @@ def log_proof(doc: dict[str, Any], *, tokens_per_sequence: int, sequences: int,
         sequences: ``C`` (sequences per GPU).
         block_tokens: the sheet's KV block (tokens), used when the log gives none.
     """
-    name = ENGINES.get(doc.get("engine", ""), "the engine")
+    name = LOG_KINDS.get(doc.get("log_kind", ""), "the engine")
     L, C = tokens_per_sequence, sequences
     max_len = doc.get("max_model_len")
     if not doc.get("started", False):
@@ -556,9 +598,8 @@ def log_proof(doc: dict[str, Any], *, tokens_per_sequence: int, sequences: int,
         return LogProof("silent", said + (f" at max_model_len {refused}, longer than the "
                                           f"required {L}: the required length may still fit"
                                           if refused else ""))
-    missing = [k for k in ("kv_tokens", "max_model_len") if doc.get(k) is None]
-    if doc.get("engine") == "sglang" and doc.get("max_running_requests") is None:
-        missing.append("max_running_requests")
+    held_rule = _HELD[doc["log_kind"]]
+    missing = [k for k in ("kv_tokens", "max_model_len", *held_rule.needs) if doc.get(k) is None]
     if missing:
         return LogProof("silent", f"the log does not give {', '.join(missing)}, so it cannot "
                         f"show {C} sequence(s) of {L} tokens fit", None, tuple(missing))
@@ -566,23 +607,7 @@ def log_proof(doc: dict[str, Any], *, tokens_per_sequence: int, sequences: int,
     if max_len < L:
         return LogProof("silent", f"the log ran max_model_len {max_len} < the required {L} "
                         f"tokens: it proves nothing at {L}")
-    if doc.get("engine") == "sglang":
-        held = min(tokens // L, int(doc["max_running_requests"]))
-        how = (f"{tokens:,} pool tokens // {L:,} = {tokens // L}, max_running_requests "
-               f"{doc['max_running_requests']}")
-    else:
-        block = doc.get("block_size") or block_tokens
-        per_seq = -(-L // block) * block
-        held = tokens // per_seq
-        how = f"{tokens:,} KV tokens // {per_seq:,} ({L:,} in blocks of {block})"
-        conc = doc.get("max_concurrency")
-        if conc is not None and max_len == L and math.floor(conc) < held:
-            held = math.floor(conc)
-            how += f", capped by vLLM's own maximum concurrency {conc}x"
-        cap = doc.get("max_num_seqs")
-        if cap is not None and cap < held:
-            held = cap
-            how += f", capped by max_num_seqs {cap}"
+    held, how = held_rule.held(doc, tokens, L, max_len, block_tokens)
     where = f"{name} start-up log, max_model_len {max_len:,}"
     if held >= C:
         return LogProof("proves", f"{where}: the pool holds {held} sequence(s) of {L:,} tokens "
@@ -598,11 +623,11 @@ def log_proof(doc: dict[str, Any], *, tokens_per_sequence: int, sequences: int,
 
 def engine_log_fields(extra: dict[str, Any]) -> None:
     """Check the fields :func:`log_proof` reads in an ``engine_log`` document (ValueError, the
-    evidence reader's "malformed" one line): ``engine`` one of :data:`ENGINES`, ``started`` a
+    evidence reader's "malformed" one line): ``log_kind`` one of :data:`LOG_KINDS`, ``started`` a
     boolean, and ``kv_tokens``, ``max_model_len``, ``block_size``, ``max_num_seqs``,
     ``max_running_requests`` integers >= 0 or null, ``max_concurrency`` a number >= 0 or null."""
-    if extra.get("engine") not in ENGINES:
-        raise ValueError(f"an engine_log document needs engine: {' or '.join(ENGINES)}")
+    if extra.get("log_kind") not in LOG_KINDS:
+        raise ValueError(f"an engine_log document needs log_kind: {' or '.join(LOG_KINDS)}")
     if not isinstance(extra.get("started"), bool):
         raise ValueError("an engine_log document needs started: true or false")
     for key in ("kv_tokens", "max_model_len", "block_size", "max_num_seqs",

@@ -23,7 +23,7 @@ from typing import Any
 from .. import SCHEMA_VERSION, __version__
 from ..catalog.types import Card
 from ..errors import EngineLogError
-from ..evidence.engine_log import ENGINES, check_engine_log, model_matches, parse_engine_log
+from ..evidence.engine_log import LOG_KINDS, check_engine_log, model_matches, parse_engine_log
 from ..input_files import read_input
 from ..sheet import Sheet, sheet_sha256
 
@@ -34,6 +34,12 @@ CUDA_TOTAL_BELOW_DEVICE_BYTES = 2 * GIB
 """How far below nvidia-smi's total the CUDA-visible total may lie when the card table has no
 logged CUDA total: 0.42 GiB on an RTX 3090 (24.00 vs 23.58 GiB, vllm#10517) and 0.50 GiB on an
 H100 80GB (79.65 vs 79.15 GiB, vllm#13061); 2 GiB leaves room for ECC and larger contexts."""
+
+
+_MEMORY_SETTING = {"vllm-log": "gpu_memory_utilization", "sglang-log": "mem_fraction_static"}
+"""The key that sizes each engine's pool (the sheet's ``inference`` key of the same name)."""
+_PAGED = {"vllm-log": True, "sglang-log": False}
+"""Whether the engine's KV pool is paged in blocks (vLLM) or a token pool (SGLang)."""
 
 
 def _fail(what: str, log: Path) -> EngineLogError:
@@ -51,7 +57,6 @@ def _check_against(facts: dict[str, Any], sheet: Sheet, card: Card, log: Path) -
     settings it does not state."""
     inf = sheet.inference
     assert inf is not None
-    name = ENGINES[facts["engine"]]
     unstated = []
     model = sheet.model.id or (sheet.model.path and str(sheet.model.path))
     if facts["model"] is None:
@@ -65,7 +70,7 @@ def _check_against(facts: dict[str, Any], sheet: Sheet, card: Card, log: Path) -
     elif tp != _tp(sheet):
         raise _fail(f"the log ran tensor-parallel size {tp}; the sheet's placement runs "
                     f"{_tp(sheet)} ({sheet.placement.strategy}, {sheet.placement.gpus} GPUs)", log)
-    key = "gpu_memory_utilization" if facts["engine"] == "vllm" else "mem_fraction_static"
+    key = _MEMORY_SETTING[facts["log_kind"]]
     logged, wanted = facts.get(key), getattr(inf, key, None)
     if logged is None:
         unstated.append(key)
@@ -79,7 +84,7 @@ def _check_against(facts: dict[str, Any], sheet: Sheet, card: Card, log: Path) -
                                            and inf.kv_cache_dtype == "auto"):
         raise _fail(f"the log ran kv_cache_dtype {kv}; the sheet asks {inf.kv_cache_dtype}", log)
     block = facts["block_size"]
-    if facts["engine"] == "vllm":
+    if _PAGED[facts["log_kind"]]:
         if block is None:
             facts["block_size"] = inf.block_size
             facts["block_size_source"] = "the sheet's inference.block_size (not in the log)"
@@ -106,13 +111,14 @@ def _check_against(facts: dict[str, Any], sheet: Sheet, card: Card, log: Path) -
     return unstated
 
 
-def engine_log_evidence(text: str, engine: str, sheet: Sheet, card: Card, *, document: str,
+def engine_log_evidence(text: str, kind: str, sheet: Sheet, card: Card, *, document: str,
                         date: dt.date | None = None) -> dict[str, Any]:
     """The ``engine_log`` evidence document for a log's text (no I/O).
 
     Args:
         text: the log, decoded.
-        engine: ``vllm`` or ``sglang``.
+        kind: ``vllm-log`` or ``sglang-log`` (``LOG_KINDS``); the sheet must serve with the
+            engine it names.
         sheet: the workload the log documents; card: the card it ran on.
         document: how the evidence names the log (its path).
 
@@ -122,14 +128,16 @@ def engine_log_evidence(text: str, engine: str, sheet: Sheet, card: Card, *, doc
             states is not the sheet's or the card's.
     """
     log = Path(document)
-    name = ENGINES[engine]
+    if kind not in LOG_KINDS:
+        raise _fail(f"expected a log kind of {', '.join(LOG_KINDS)}, got {kind!r}", log)
+    name, engine = LOG_KINDS[kind], kind.removesuffix("-log")
     if sheet.inference is None:
         raise _fail("the sheet has no inference block: a start-up log documents serving", log)
     if sheet.inference.engine != engine:
         raise _fail(f"a {name} log documents inference.engine {engine}; the sheet serves with "
                     f"{sheet.inference.engine}", log)
     try:
-        facts = check_engine_log(parse_engine_log(text, engine))  # type: ignore[arg-type]
+        facts = check_engine_log(parse_engine_log(text, kind))  # type: ignore[arg-type]
     except EngineLogError as exc:
         raise _fail(exc.reason, log) from None
     unstated = _check_against(facts, sheet, card, log)
@@ -145,7 +153,7 @@ def engine_log_evidence(text: str, engine: str, sheet: Sheet, card: Card, *, doc
                   "environment": {engine: version}},
         "sheet_sha256": sheet_sha256(sheet),
         "log_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        "imported_by": f"gpusizer {__version__} import {engine}-log",
+        "imported_by": f"gpusizer {__version__} import {kind}",
         **facts,
         "settings_unstated": unstated,
         "proves": "capacity at start (weights, KV pool, concurrency at max_model_len); no "
@@ -153,7 +161,7 @@ def engine_log_evidence(text: str, engine: str, sheet: Sheet, card: Card, *, doc
     }
 
 
-def import_engine_log(engine: str, log: str | Path, sheet: Sheet, *, card: Card,
+def import_engine_log(kind: str, log: str | Path, sheet: Sheet, *, card: Card,
                       out: str | Path, date: dt.date | None = None) -> tuple[dict, Path]:
     """Read ``log`` (bounded), build its evidence (:func:`engine_log_evidence`) and write it to
     ``out/<log stem>.engine-log.json``.
@@ -167,7 +175,7 @@ def import_engine_log(engine: str, log: str | Path, sheet: Sheet, *, card: Card,
     """
     path = Path(log)
     data = read_input(path, "engine log", EngineLogError)
-    doc = engine_log_evidence(data.decode("utf-8", errors="replace"), engine, sheet, card,
+    doc = engine_log_evidence(data.decode("utf-8", errors="replace"), kind, sheet, card,
                               document=str(path), date=date)
     out_dir = Path(out)
     target = out_dir / f"{path.stem}.engine-log.json"
