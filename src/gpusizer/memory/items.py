@@ -54,6 +54,7 @@ ItemName = Literal[
     "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
     "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
     "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries",
+    "int4_kernel_scratch", "int4_dequant_transient",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -109,6 +110,8 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "zero_reduce_bucket": ItemKind(_T, "working"),
     "fsdp_gathered_layers": ItemKind(_T, "working"),
     "temporaries": ItemKind(_T, "working"),
+    "int4_kernel_scratch": ItemKind(_T, "state"),
+    "int4_dequant_transient": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
 library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states
