@@ -48,7 +48,9 @@ def test_a_missing_library_is_one_line(tmp_path, bnb_absent, body, line):
     assert "\n" not in str(exc.value) and exit_code_for(exc.value) == 1
 
 
-def test_with_the_library_the_cpu_and_random_weights_are_refused(tmp_path, kernels_present):
+def test_with_the_library_the_cpu_and_random_weights_are_refused(tmp_path, kernels_present,
+                                                                 monkeypatch):
+    monkeypatch.setattr(qb, "_bnb_cpu_backend", lambda: False)   # a CUDA-only bitsandbytes
     sheet = _sheet(tmp_path, {**INFERENCE, "weights": "int8"})
     with pytest.raises(MeasureUnsupportedError,
                        match="weights int8 runs on bitsandbytes's CUDA kernels; this run is on "
@@ -106,3 +108,41 @@ def test_qlora_training_path_runs_on_the_cpu_with_a_16_bit_stand_in(tmp_path):
     model = prepare_training(model, sheet)
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n for n in trainable)
+
+
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    """The tiny model saved as a real safetensors checkpoint (random values, bf16), widened so
+    every linear's output is a multiple of 64 (bitsandbytes' CPU gemm_4bit asserts "N must be
+    divisible by block_n": the tiny config's 2 KV heads × 8 = 16 are not)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .conftest import TINY
+    config = AutoConfig.from_pretrained(TINY)
+    config.update({"hidden_size": 128, "intermediate_size": 256, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "head_dim": 32})
+    folder = tmp_path / "tiny-real"
+    AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("body", [
+    {**INFERENCE, "weights": "nf4"},
+    {**LORA, "task": "qlora", "training": {**LORA["training"], "export": "adapter"}},
+])
+def test_bitsandbytes_cpu_backend_runs_the_ladder(tmp_path, tiny_checkpoint, body):
+    """Where bitsandbytes' CPU backend is installed (>= BNB_CPU_BACKEND), the nf4 inference and
+    QLoRA ladders run for real on the CPU: the layers are bitsandbytes' Linear4bit."""
+    pytest.importorskip("bitsandbytes")
+    if not qb._bnb_cpu_backend():
+        pytest.skip("bitsandbytes older than BNB_CPU_BACKEND: CUDA only")
+    import yaml
+    sheet_file = tmp_path / "s.yaml"
+    sheet_file.write_text(yaml.safe_dump({"model": {"path": str(tiny_checkpoint)}, **body}))
+    result = run_measurement(load_sheet(sheet_file), tmp_path / "o", random_weights=False,
+                             device="cpu")
+    ev = result.evidence
+    assert ev["stopped_at"] is None, ev["stopped_at"]
+    assert ev["model"]["dtype"] == "nf4" and ev["model"]["weights"] == "real"
+    assert ev["scope"]["environment"]["bitsandbytes"]

@@ -21,7 +21,7 @@ from ..errors import MeasureExtraMissingError, MeasureUnsupportedError
 from ..sheet import Sheet
 
 __all__ = ["QuantizedBase", "quantized_base", "require_kernels", "bnb_config_kwargs",
-           "BNB_FORMATS", "BNB_OPTIMIZERS"]
+           "BNB_FORMATS", "BNB_OPTIMIZERS", "BNB_CPU_BACKEND"]
 
 BNB_FORMATS = ("nf4", "fp4", "int8")
 """Weight formats bitsandbytes produces while transformers loads a 16-bit checkpoint."""
@@ -105,6 +105,24 @@ def _installed(module: str) -> bool:
         return False
 
 
+BNB_CPU_BACKEND = (0, 50)
+"""bitsandbytes release from which the harness lets its CPU backend run (the wheel ships
+``libbitsandbytes_cpu.so``): 0.50.2 loads ``nn.Linear4bit`` nf4 layers through transformers
+5.24 and runs their forward on the CPU (checked for issue 15). Earlier releases with the
+"multi-backend" preview may too, untested: refused (CUDA only)."""
+
+
+def _bnb_cpu_backend() -> bool:
+    """bitsandbytes is at least :data:`BNB_CPU_BACKEND` (read from its metadata, not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        parts = version("bitsandbytes").split(".")[:2]
+        return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in parts) \
+            >= BNB_CPU_BACKEND
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
 def require_kernels(base: QuantizedBase, device_type: str, *, random_weights: bool,
                     what: str | None = None) -> None:
     """Refuse, with one line naming what is missing, a quantized base this machine cannot run.
@@ -112,7 +130,8 @@ def require_kernels(base: QuantizedBase, device_type: str, *, random_weights: bo
     Raises:
         MeasureExtraMissingError: no module set of ``base.needs`` is installed (the line names
             the packages and the pip command).
-        MeasureUnsupportedError: not a CUDA device (the kernels are CUDA's); ``--random-weights``
+        MeasureUnsupportedError: not a CUDA device (the kernels are CUDA's; bitsandbytes from
+            :data:`BNB_CPU_BACKEND` on also runs on the CPU, to test the path); ``--random-weights``
             (random values are created in 16/32-bit: bitsandbytes quantizes real weights as
             they load, and GPTQ / AWQ weights are read packed from the checkpoint).
     """
@@ -122,7 +141,9 @@ def require_kernels(base: QuantizedBase, device_type: str, *, random_weights: bo
         pip = " ".join(_PACKAGES[m] for m in base.needs[0])
         raise MeasureExtraMissingError(f"{what} needs {options}, not installed on this "
                                        f"machine: pip install {pip} (with a CUDA torch)")
-    if device_type != "cuda":
+    if device_type == "cpu" and base.method == "bitsandbytes" and _bnb_cpu_backend():
+        pass   # bitsandbytes' CPU backend: the code path runs, CPU counters only
+    elif device_type != "cuda":
         raise MeasureUnsupportedError(f"{what} runs on {base.method}'s CUDA kernels; this run "
                                       f"is on {device_type}", field=what.split()[0],
                                       value=base.fmt)
