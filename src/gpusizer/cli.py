@@ -438,7 +438,8 @@ LogOutOpt = Annotated[Path, typer.Option("--out", help="folder for the evidence 
 def _import_log(kind: str, log: Path, sheet: Path, card: str, out: Path) -> None:
     from .pipeline.importing import import_engine_log
     try:
-        doc, path = import_engine_log(kind, log, _load(sheet), card=_card(card), out=out)
+        doc, path = import_engine_log(kind, log, _load(sheet), card=_card(card), out=out,
+                                      base_dir=sheet.parent)
     except GpusizerError as exc:
         _fail(exc, sheet)
     from .report.engine_log_summary import render_engine_log_summary

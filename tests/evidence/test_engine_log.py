@@ -238,3 +238,19 @@ def test_cli_import_exit_codes(tmp_path):
     dev = run_cli("import", "vllm-log", "/dev/zero", "--sheet", str(sheet), "--card",
                   "RTX 3090", "--out", str(tmp_path / "ev"), check=2)
     assert "not a regular file" in dev.stderr
+
+
+def test_the_pool_must_fit_the_sheet_models_kv_layout(tmp_path):
+    # vllm#10517: 31 232 tokens in 3.81 GiB = 131 072 B per token, Llama-3.1-8B's layout
+    # (32 layers x 8 KV heads x 128 x 2 x 2 B); Llama-2-7B keeps 32 KV heads: 524 288 B per
+    # token, 31 232 x 524 288 B = 15.25 GiB > 3.81 GiB: not this model's pool
+    log = LOGS / "vllm-10517-llama31-8b-rtx3090-20k.log"
+    doc, _ = import_engine_log("vllm-log", log, _sheet(19000, 1000),
+                               card=require_card("RTX 3090"), out=tmp_path)
+    assert doc["kv_layout_check"].startswith("31,232 tokens × 131,072 B per token")
+    llama2 = parse_sheet({"model": {"id": "meta-llama/Llama-2-7b-hf"}, "task": "inference",
+                          "weights": "bf16", "inference": {"engine": "vllm",
+                                                           "prompt_tokens": 3000,
+                                                           "new_tokens": 1000}})
+    with pytest.raises(EngineLogError, match="need 15.25 GiB at the sheet model's 524,288 B"):
+        import_engine_log("vllm-log", log, llama2, card=require_card("RTX 3090"), out=tmp_path)

@@ -46,6 +46,8 @@ v0.4 – v0.11), used only when neither the log nor the sheet states another."""
 _NUM = r"(\d[\d,]*)"          # an integer, possibly with thousands separators (V1: 2,042,016)
 _FLOAT = r"(\d+(?:\.\d+)?)"
 _VCMD = r"(?:vllm serve|vllm\.entrypoints\S*)\s.*?(?<=\s)"   # a launch command's flag
+_SARGS = r"server_args=ServerArgs\(.*?\b"   # a field of SGLang's logged ServerArgs
+_SCMD = r"sglang\.launch_server\b.*?"      # a flag of SGLang's launch command
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK = re.compile(r"\b(?:TP|rank[= ]|Worker_TP|EngineCore_)(\d+)\b")
 
@@ -164,32 +166,32 @@ LINE_KINDS: tuple[LineKind, ...] = (
     # --- SGLang ---------------------------------------------------------------------------
     _k("sglang_version", "sglang-log", r"\bsglang(?: version|==|:)\s*v?(\d+\.\d+[\w.+-]*)",
        ("version",), "python -m sglang.check_env, or the package version pasted"),
-    _k("server_args_model", "sglang-log", r"server_args=ServerArgs\(.*?\bmodel_path='([^']*)'",
+    _k("server_args_model", "sglang-log", _SARGS + r"model_path='([^']*)'",
        ("model",), "python/sglang/srt/server_args.py (logged at launch)"),
-    _k("server_args_tp", "sglang-log", r"server_args=ServerArgs\(.*?\btp_size=(\d+)",
+    _k("server_args_tp", "sglang-log", _SARGS + r"tp_size=(\d+)",
        ("tensor_parallel_size",), "server_args"),
     _k("server_args_fraction", "sglang-log",
-       r"server_args=ServerArgs\(.*?\bmem_fraction_static=" + _FLOAT,
+       _SARGS + r"mem_fraction_static=" + _FLOAT,
        ("mem_fraction_static",), "server_args"),
-    _k("server_args_context", "sglang-log", r"server_args=ServerArgs\(.*?\bcontext_length=(\d+)",
+    _k("server_args_context", "sglang-log", _SARGS + r"context_length=(\d+)",
        ("max_model_len",), "server_args"),
-    _k("server_args_kv_dtype", "sglang-log", r"server_args=ServerArgs\(.*?\bkv_cache_dtype='(\w+)'",
+    _k("server_args_kv_dtype", "sglang-log", _SARGS + r"kv_cache_dtype='(\w+)'",
        ("kv_cache_dtype",), "server_args"),
-    _k("sglang_command", "sglang-log", r"sglang\.launch_server\b.*?--model(?:-path)?[ =]+(\S+)",
+    _k("sglang_command", "sglang-log", _SCMD + r"--model(?:-path)?[ =]+(\S+)",
        ("model",), "the launch command, as pasted beside the log"),
-    _k("sglang_command_tp", "sglang-log", r"sglang\.launch_server\b.*?--tp(?:-size)?[ =]+(\d+)",
+    _k("sglang_command_tp", "sglang-log", _SCMD + r"--tp(?:-size)?[ =]+(\d+)",
        ("tensor_parallel_size",), "the launch command"),
     _k("sglang_command_fraction", "sglang-log",
-       r"sglang\.launch_server\b.*?--mem-fraction-static[ =]+" + _FLOAT,
+       _SCMD + r"--mem-fraction-static[ =]+" + _FLOAT,
        ("mem_fraction_static",), "the launch command"),
     _k("sglang_command_context", "sglang-log",
-       r"sglang\.launch_server\b.*?--context-length[ =]+(\d+)", ("max_model_len",),
+       _SCMD + r"--context-length[ =]+(\d+)", ("max_model_len",),
        "the launch command"),
     _k("sglang_command_running", "sglang-log",
-       r"sglang\.launch_server\b.*?--max-running-requests[ =]+(\d+)",
+       _SCMD + r"--max-running-requests[ =]+(\d+)",
        ("max_running_requests",), "the launch command"),
     _k("sglang_command_kv_dtype", "sglang-log",
-       r"sglang\.launch_server\b.*?--kv-cache-dtype[ =]+(\w+)", ("kv_cache_dtype",),
+       _SCMD + r"--kv-cache-dtype[ =]+(\w+)", ("kv_cache_dtype",),
        "the launch command"),
     _k("load_weight_end", "sglang-log",
        r"Load weight end\..*?avail mem=" + _FLOAT + r" ?GB, mem usage=" + _FLOAT + r" ?GB",

@@ -161,8 +161,44 @@ def engine_log_evidence(text: str, kind: str, sheet: Sheet, card: Card, *, docum
     }
 
 
+def kv_layout_check(doc: dict[str, Any], sheet: Sheet, card: Card, *,
+                    base_dir: str | Path | None, log: Path) -> str:
+    """Check the log's pool against the sheet's model: a paged pool of ``kv_tokens`` tokens of
+    the model's layout (vLLM's block bytes / block size per GPU, from the estimate on this
+    card) cannot need more bytes than the KV memory the log reports (+ its rounding). Returns
+    what was checked, or why it could not be.
+
+    Raises:
+        EngineLogError: the log's tokens need more bytes than it reports: its model's KV
+            layout is not the sheet's (another model, dtype or TP size).
+    """
+    from ..errors import GpusizerError
+    from ..memory.estimate import estimate_memory
+    from ..model.resolve import facts_for_sheet
+    tokens, kv = doc.get("kv_tokens"), doc.get("kv_cache_bytes")
+    if tokens is None or kv is None or not doc.get("started"):
+        return "not made: the log gives no KV tokens and KV bytes of a started pool"
+    try:
+        facts = facts_for_sheet(sheet, base_dir=Path(base_dir) if base_dir else None)
+        pool = estimate_memory(sheet, facts, card=card).pool if facts is not None else None
+    except GpusizerError as exc:
+        return f"not made: the sheet's model could not be sized ({exc.reason})"
+    if pool is None or not pool.block_bytes or pool.engine != doc.get("engine"):
+        return "not made: no paged pool of this engine in the estimate"
+    block = sheet.inference.block_size if sheet.inference is not None else 1
+    per_token = pool.block_bytes / block
+    need = tokens * per_token
+    if need > kv + doc["gib_rounding_bytes"]:
+        raise _fail(f"the log's {tokens:,} KV tokens need {need / GIB:.2f} GiB at the sheet "
+                    f"model's {per_token:,.0f} B per token on one GPU, more than the {kv / GIB:.2f}"
+                    " GiB it reports: its model, KV dtype or TP size is not the sheet's", log)
+    return (f"{tokens:,} tokens × {per_token:,.0f} B per token (the sheet's model, per GPU) = "
+            f"{need / GIB:.2f} GiB <= the {kv / GIB:.2f} GiB the log reports")
+
+
 def import_engine_log(kind: str, log: str | Path, sheet: Sheet, *, card: Card,
-                      out: str | Path, date: dt.date | None = None) -> tuple[dict, Path]:
+                      out: str | Path, date: dt.date | None = None,
+                      base_dir: str | Path | None = None) -> tuple[dict, Path]:
     """Read ``log`` (bounded), build its evidence (:func:`engine_log_evidence`) and write it to
     ``out/<log stem>.engine-log.json``.
 
@@ -170,13 +206,15 @@ def import_engine_log(kind: str, log: str | Path, sheet: Sheet, *, card: Card,
         The document and the file written.
 
     Raises:
-        EngineLogError: as :func:`engine_log_evidence`, or the log is not a regular file, is
-            over 64 MiB, or cannot be read; the output folder cannot be written.
+        EngineLogError: as :func:`engine_log_evidence` and :func:`kv_layout_check`, or the log
+            is not a regular file, is over 64 MiB, or cannot be read; the output folder cannot
+            be written.
     """
     path = Path(log)
     data = read_input(path, "engine log", EngineLogError)
     doc = engine_log_evidence(data.decode("utf-8", errors="replace"), kind, sheet, card,
                               document=str(path), date=date)
+    doc["kv_layout_check"] = kv_layout_check(doc, sheet, card, base_dir=base_dir, log=path)
     out_dir = Path(out)
     target = out_dir / f"{path.stem}.engine-log.json"
     try:
