@@ -14,7 +14,8 @@ from gpusizer.simulate import errors as simulate_errors
 # and an unavailable format are 1.
 EXPECTED = {
     "GpusizerError": 1, "ArgumentError": 2, "SheetError": 2, "ModelError": 2, "UnknownArchitectureError": 2,
-    "CatalogError": 2, "UnknownCardError": 2, "EvidenceError": 2, "HubError": 1,
+    "CatalogError": 2, "UnknownCardError": 2, "EvidenceError": 2, "EngineLogError": 2,
+    "HubError": 1,
     "ModelNotFoundError": 2, "QualityError": 2, "CriteriaMovedError": 2, "CorpusError": 2,
     "SampleTooLongError": 2, "LmEvalMismatchError": 2, "FormatUnavailableError": 1,
     "MissingExtraError": 1, "MeasureError": 1, "MeasureExtraMissingError": 1,

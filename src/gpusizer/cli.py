@@ -424,6 +424,42 @@ def measure(sheet: SheetArg,
         raise typer.Exit(1)
 
 
+import_app = typer.Typer(no_args_is_help=True, help="An engine's own start-up log as evidence "
+                         "for the card it ran on (capacity at start, never executed work).")
+app.add_typer(import_app, name="import")
+LogArg = Annotated[Path, typer.Argument(help="the engine's start-up log (text)",
+                                        show_default=False)]
+LogSheetOpt = Annotated[Path, typer.Option("--sheet", help="the workload sheet the log documents")]
+LogCardOpt = Annotated[str, typer.Option("--card", help="the card the log ran on (canonical "
+                                         "name or alias)")]
+LogOutOpt = Annotated[Path, typer.Option("--out", help="folder for the evidence (*.json)")]
+
+
+def _import_log(kind: str, log: Path, sheet: Path, card: str, out: Path) -> None:
+    from .pipeline.importing import import_engine_log
+    try:
+        doc, path = import_engine_log(kind, log, _load(sheet), card=_card(card), out=out,
+                                      base_dir=sheet.parent)
+    except GpusizerError as exc:
+        _fail(exc, sheet)
+    from .report.engine_log_summary import render_engine_log_summary
+    typer.echo(render_engine_log_summary(doc, path), nl=False)
+
+
+@import_app.command("vllm-log")
+def import_vllm_log(log: LogArg, sheet: LogSheetOpt, card: LogCardOpt, out: LogOutOpt) -> None:
+    """Import a vLLM start-up log (0.4 – 0.11, V0 or V1) as engine_log evidence. Exit 2 when the
+    log is foreign, truncated, contradictory or documents another workload."""
+    _import_log("vllm-log", log, sheet, card, out)
+
+
+@import_app.command("sglang-log")
+def import_sglang_log(log: LogArg, sheet: LogSheetOpt, card: LogCardOpt, out: LogOutOpt) -> None:
+    """Import an SGLang start-up log as engine_log evidence. Exit 2 when the log is foreign,
+    truncated, contradictory or documents another workload."""
+    _import_log("sglang-log", log, sheet, card, out)
+
+
 quality_app = typer.Typer(no_args_is_help=True, help="The quality gate: lock the criteria, then "
                           "evaluate a format or import lm-evaluation-harness results.")
 app.add_typer(quality_app, name="quality")

@@ -22,7 +22,7 @@ __all__ = [
     "UnknownArchitectureError",
     "CatalogError",
     "UnknownCardError",
-    "EvidenceError",
+    "EvidenceError", "EngineLogError",
     "HubError",
     "ModelNotFoundError",
     "QualityError",
@@ -151,6 +151,11 @@ class UnknownCardError(CatalogError, LookupError):
 
 class EvidenceError(GpusizerError, ValueError):
     """An evidence file is malformed."""
+
+
+class EngineLogError(EvidenceError):
+    """An engine's start-up log given to ``gpusizer import`` is foreign, truncated,
+    contradictory, or documents another workload than the sheet's."""
 
 
 class HubError(GpusizerError, RuntimeError):

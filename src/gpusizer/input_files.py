@@ -31,6 +31,7 @@ SIZE_CAPS: dict[str, int] = {
     "sheet": 1 * MiB,
     "catalog": 64 * MiB,
     "evidence file": 16 * MiB,
+    "engine log": 64 * MiB,
     "quality lock": 16 * MiB,
     "lm-eval results": 16 * MiB,
     "corpus": 64 * MiB,

@@ -145,6 +145,12 @@ def test_every_name_written_is_a_known_kind_and_every_kind_is_written():
                {"task": "full", "training": {**train, "precision": "master"},
                 "placement": {"gpus": 2, "strategy": "zero3"}}):
         produced |= {it.name for it in estimate_memory(sheet(**kw), f).items}
+    # GPTQ on a T4 (compute capability 7.5): transformers' exllama v1 scratch, vLLM's GPTQ
+    # exllama transient (formats/int4_kernels.py)
+    for engine in ("transformers", "vllm"):
+        produced |= {it.name for it in estimate_memory(
+            sheet(weights="gptq-int4", quantization={"prequantized": True},
+                  inference={**INF, "engine": engine}), f, card=require_card("T4")).items}
     mapped = set(ITEM_MAPPING) | {n for names in ITEM_MAPPING.values() for n in names}
     written = produced | set(CATEGORY_ITEMS.values()) | set(CARRIED_ITEMS) | mapped
     assert written <= set(ITEM_KINDS), written - set(ITEM_KINDS)

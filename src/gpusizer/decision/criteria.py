@@ -104,7 +104,7 @@ def scope_mismatch(doc: EvidenceDoc, offers: list[tuple[Offer, Card | None]]) ->
                if o.provider == s.provider):
             return (f"its scope.environment.image {s.environment.image!r} is not the "
                     f"environment of any {s.provider} offer")
-    elif doc.kind in ("measurement", "placement"):
+    elif doc.kind in ("measurement", "placement", "engine_log"):
         if s.card is None:
             return "its scope.card is null (a run on no GPU)"
         from ..catalog.cards import lookup_card
@@ -202,6 +202,13 @@ def workload(ctx: OfferContext) -> Criterion:
                          + ", ".join(f"{k}={v}" for k, v in ctx.required.items()), None,
                          (doc.citation(),))
     dims = ", ".join(f"{k}={v}" for k, v in ctx.required.items())
+    engine = engine_of(ctx.sheet)
+    if not engine.measure_supported:   # a serving engine: its start-up log proves memory only
+        return Criterion("to_confirm", "executed dimensions not yet in evidence",
+                         f"run the workload through {engine.label} on this card at {dims} and "
+                         "record the executed dimensions (`gpusizer measure` does not run "
+                         f"{engine.label}; `gpusizer import {engine.name}-log` proves memory, "
+                         "never the workload: a start-up log runs no request)")
     return Criterion("to_confirm", "executed dimensions not yet in evidence",
                      f"run the workload on this card at {dims} and record the executed dimensions "
                      "(gpusizer measure)")
@@ -293,6 +300,9 @@ def memory(ctx: OfferContext) -> Criterion:
                          (oom_doc.citation(),))
     if judgement.state == "does_not_fit" and judgement.certain:
         return judged_memory(judgement, ctx.card)
+    logged = _engine_log_memory(ctx)
+    if logged is not None and logged.state == "exclude":
+        return logged
     if not ctx.required:   # R11: no dimensions stated, so no measurement covers the workload
         judged = judged_memory(judgement, ctx.card, simulated=ctx.simulated,
                                estimate=ctx.estimate)
@@ -324,7 +334,49 @@ def memory(ctx: OfferContext) -> Criterion:
             return Criterion("to_confirm", f"measured {fmt_bytes(worst)} + margin "
                              f"{fmt_bytes(margin)} exceeds {fmt_bytes(device)} though the run "
                              "passed", "re-measure with a reasoned margin", (doc.citation(),))
-    return judged_memory(judgement, ctx.card, simulated=ctx.simulated, estimate=ctx.estimate)
+    if logged is not None and logged.state == "acceptable":
+        return logged
+    judged = judged_memory(judgement, ctx.card, simulated=ctx.simulated, estimate=ctx.estimate)
+    engine = engine_of(ctx.sheet)
+    if engine.measure_supported and logged is None:
+        return judged
+    condition = (f"import {engine.label}'s start-up log on this card (`gpusizer import "
+                 f"{engine.name}-log LOG --sheet SHEET --card {ctx.card.name} --out DIR`): its "
+                 "pool must hold the required concurrency at the required length"
+                 if not engine.measure_supported else judged.condition)
+    if logged is None:
+        return Criterion("to_confirm", judged.reason, condition, judged.evidence)
+    return Criterion("to_confirm", judged.reason + "; " + logged.reason, condition,
+                     judged.evidence + logged.evidence)
+
+
+def _engine_log_memory(ctx: OfferContext) -> Criterion | None:
+    """Memory from the in-scope ``engine_log`` documents (``evidence.engine_log.log_proof``):
+    ``exclude`` when one disproves the required concurrency at the required length,
+    ``acceptable`` when one proves it (and none disproves), else ``to_confirm`` with what the
+    logs lack; None without such a document. A start-up log proves capacity only."""
+    docs = [d for d in ctx.evidence.of_kind("engine_log") if _in_card_scope(d, ctx)]
+    inf = ctx.sheet.inference
+    if not docs or inf is None:
+        return None
+    from ..evidence.engine_log import log_proof
+    pool = ctx.estimate.pool if ctx.estimate is not None else None
+    length = inf.prompt_tokens + inf.new_tokens
+    sequences = pool.required_sequences if pool is not None else inf.concurrency
+    proofs = [(d, log_proof(d.model_extra or {}, tokens_per_sequence=length,
+                            sequences=sequences, block_tokens=getattr(inf, "block_size", 1)))
+              for d in docs]
+    for state, crit in (("disproves", "exclude"), ("proves", "acceptable")):
+        hits = [(d, p) for d, p in proofs if p.state == state]
+        if hits:
+            doc, proof = hits[0]
+            unstated = doc.extra("settings_unstated") or []
+            note = (f" (not in the log, taken as the sheet's: {', '.join(unstated)})"
+                    if unstated and crit == "acceptable" else "")
+            return Criterion(crit, proof.reason + note, None,
+                             tuple(d.citation() for d, _ in hits))
+    doc, proof = proofs[0]
+    return Criterion("to_confirm", proof.reason, None, tuple(d.citation() for d, _ in proofs))
 
 
 def _card_citation(card: Card) -> dict:

@@ -87,7 +87,8 @@ class EvidenceDoc(BaseModel):
     """One evidence file. Kind-specific fields are kept in ``model_extra``."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    kind: Literal["commercial", "measurement", "quality", "compatibility", "placement"]
+    kind: Literal["commercial", "measurement", "quality", "compatibility", "placement",
+                  "engine_log"]
     document: str
     version: str
     date: dt.date | None = None
@@ -105,6 +106,9 @@ class EvidenceDoc(BaseModel):
             raise ValueError("a measurement document needs rungs (short / typical / limit)")
         if self.kind == "quality":
             quality_result(self)
+        if self.kind == "engine_log":
+            from .engine_log import engine_log_fields
+            engine_log_fields(self.model_extra or {})
         return self
 
     def extra(self, key: str, default: Any = None) -> Any:

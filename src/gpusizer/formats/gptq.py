@@ -69,7 +69,20 @@ def detect(src: QuantSource) -> QuantConfig | None:
     if bits != 4:
         return src.config(None, group_size=group, note=f"{src.method} with {bits} bits: only "
                           f"4-bit {src.method} is sized")
-    return src.config(f"{src.method}-int4", group_size=group)
+    return src.config(f"{src.method}-int4", group_size=group, kernel=_kernel(q),
+                      act_order=q.get("desc_act") is True)
+
+
+def _kernel(q) -> str | None:
+    """The kernel a checkpoint's config asks for (``formats.int4_kernels``): AWQ ``version``
+    (``exllama`` with ``exllama_config.version`` 2 is ``exllama_v2``), GPTQ ``exllama_v2``."""
+    exl = q.get("exllama_config")
+    v2 = isinstance(exl, dict) and exl.get("version") == 2
+    version = q.get("version")
+    if isinstance(version, str):
+        version = version.lower()
+        return "exllama_v2" if version == "exllama" and v2 else version
+    return "exllama_v2" if v2 else None
 
 
 def _record(name: str, layout: str, metadata) -> WeightFormat:

@@ -66,6 +66,10 @@ class QuantConfig:
             regular expressions (compressed-tensors), ``*`` wildcards fnmatch (ModelOpt).
         source: the file and key it was read from.
         note: why ``fmt`` is None, or what was assumed; None when nothing needs saying.
+        kernel: the kernel the checkpoint asks for (AWQ ``version``: gemm, gemv, exllama,
+            exllama_v2; GPTQ ``exllama_v2`` from ``exllama_config.version``), or None
+            (``formats.int4_kernels``).
+        act_order: GPTQ ``desc_act`` (exllama v1's ``temp_state`` buffer).
     """
 
     fmt: str | None
@@ -76,6 +80,8 @@ class QuantConfig:
     excluded: tuple[str, ...] = ()
     source: str = "config.json quantization_config"
     note: str | None = None
+    kernel: str | None = None
+    act_order: bool = False
 
     def excludes(self, module: str) -> bool:
         """True when ``module`` (a full name: ``model.layers.3.self_attn.q_proj``,

@@ -24,6 +24,8 @@ from ..formats import FORMATS, dtype_format, side_files
 from ..memory.engines import ENGINES
 from ..model.resolve import model_folder
 from ..sheet import Sheet
+from .quantized_bases import (BNB_OPTIMIZERS, QuantizedBase, bnb_config_kwargs, quantized_base,
+                              require_kernels)
 
 __all__ = ["LoadedModel", "target_dtype", "load_config", "load_model", "preflight", "ATTENTION"]
 
@@ -88,12 +90,17 @@ def load_config(sheet: Sheet, base_dir: Path | None = None):
 def target_dtype(sheet: Sheet, config) -> str:
     """The dtype the weights are created in: the sheet's ``weights``, or config.json's for auto.
 
+    A quantized base (``measure.quantized_bases``) is created in its compute dtype
+    (``quantization.compute_dtype`` for bitsandbytes; fp16 for GPTQ / AWQ unless config.json
+    states bf16), which this returns.
+
     Raises:
-        MeasureUnsupportedError: a quantized format (bitsandbytes / GPTQ / AWQ / fp8 / mxfp4
-            need their kernels on a GPU; this harness runs 16- and 32-bit weights), or auto
-            with a config that states no dtype.
+        MeasureUnsupportedError: a quantized format this harness does not load (fp8, mxfp4,
+            nvfp4, bare int4), or auto with a config that states no dtype.
     """
     w = sheet.weights
+    if quantized_base(sheet, config) is not None:
+        return _quantized_compute(sheet, config)
     if w == "auto":
         stated = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
         name = str(stated).removeprefix("torch.") if stated is not None else None
@@ -114,6 +121,16 @@ def target_dtype(sheet: Sheet, config) -> str:
     return w
 
 
+def _quantized_compute(sheet: Sheet, config) -> str:
+    """The compute dtype of a quantized base (see :func:`target_dtype`)."""
+    base = quantized_base(sheet, config)
+    assert base is not None
+    if base.method == "bitsandbytes":
+        return sheet.quantization.compute_dtype
+    stated = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "")
+    return "bf16" if stated.removeprefix("torch.") == "bfloat16" else "fp16"
+
+
 def _has_safetensors(folder: Path) -> bool:
     return any(folder.glob("*.safetensors"))
 
@@ -125,7 +142,11 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
     Raises:
         MeasureUnsupportedError: see :func:`target_dtype`; ``weights: auto`` on a folder whose
             quantization is declared in a side file (``gpusizer.formats.side_files``); flash
-            attention without CUDA; real weights from a folder without safetensors.
+            attention without CUDA; real weights from a folder without safetensors; a quantized
+            base or an 8-bit / paged optimizer off CUDA or with ``--random-weights``
+            (``quantized_bases.require_kernels``).
+        MeasureExtraMissingError: bitsandbytes, GPTQModel / AutoGPTQ or AutoAWQ not installed
+            for a base or optimizer that needs it (one line naming the package).
     """
     dtype_name = target_dtype(sheet, config)
     src, revision = _model_source(sheet, base_dir)
@@ -136,15 +157,19 @@ def preflight(sheet: Sheet, device: torch.device, *, random_weights: bool,
         raise MeasureUnsupportedError(f"the checkpoint is pre-quantized ({declared[0]}); this "
                                       "harness runs 16- and 32-bit weights", field="weights",
                                       value=sheet.weights)
-    if sheet.task == "qlora":
-        raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
-                                      "harness runs 16/32-bit bases", field="task",
-                                      value=sheet.task)
+    base = quantized_base(sheet, config)
+    if base is not None:
+        require_kernels(base, device.type, random_weights=random_weights)
     if sheet.training is not None and sheet.training.optimizer not in _OPTIMIZERS:
-        raise MeasureUnsupportedError(f"optimizer {sheet.training.optimizer} needs bitsandbytes "
-                                      f"on CUDA; this harness runs {', '.join(_OPTIMIZERS)}",
-                                      field="training.optimizer",
-                                      value=sheet.training.optimizer)
+        if sheet.training.optimizer not in BNB_OPTIMIZERS:
+            raise MeasureUnsupportedError(f"optimizer {sheet.training.optimizer}: this harness "
+                                          f"runs {', '.join(_OPTIMIZERS)} and "
+                                          f"{', '.join(BNB_OPTIMIZERS)}",
+                                          field="training.optimizer",
+                                          value=sheet.training.optimizer)
+        require_kernels(QuantizedBase(sheet.training.optimizer, "bitsandbytes", False,
+                                      (("bitsandbytes",),)), device.type, random_weights=False,
+                        what=f"optimizer {sheet.training.optimizer}")
     engine = ENGINES[sheet.inference.engine] if sheet.inference is not None else None
     if engine is not None and not engine.measure_supported:
         raise MeasureUnsupportedError(engine.measure_refusal, field="inference.engine",
@@ -183,6 +208,15 @@ def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,
         and sheet.training.precision == "amp"
     dtype_name = "fp32" if amp_full else compute_name
     dtype = _DTYPES[dtype_name]
+    base = quantized_base(sheet, config)
+    quantized: dict = {}
+    if base is not None:
+        require_kernels(base, device.type, random_weights=random_weights)
+        kwargs = bnb_config_kwargs(base, sheet)
+        if kwargs:
+            from transformers import BitsAndBytesConfig
+            quantized = {"quantization_config": BitsAndBytesConfig(**kwargs)}
+        dtype_name = base.fmt
     attn = ATTENTION[sheet.attention]
     if attn == "flash_attention_2" and device.type != "cuda":
         raise MeasureUnsupportedError("flash attention needs a CUDA device", field="attention",
@@ -201,7 +235,8 @@ def load_model(sheet: Sheet, device: torch.device, *, random_weights: bool,
         try:
             model = AutoModelForCausalLM.from_pretrained(
                 src, revision=revision, dtype=dtype, attn_implementation=attn,
-                use_safetensors=True, trust_remote_code=False, device_map={"": device})
+                use_safetensors=True, trust_remote_code=False, device_map={"": device},
+                **quantized)
         except OSError as exc:
             raise MeasureError(f"cannot load safetensors weights of {src!r}: {exc}",
                                field="model", value=src) from None

@@ -5,7 +5,11 @@ optimizer update, a validation forward, and the export when the sheet asks for o
   adapters are in the compute dtype for ``precision: pure`` (``autocast_adapter_dtype=False``)
   and in fp32 under ``torch.autocast`` for ``amp``.
 - ``full``: every parameter trained (``amp``: fp32 parameters, autocast to the sheet's dtype).
-- ``qlora`` and 8-bit / paged optimizers need bitsandbytes on CUDA: refused here.
+- ``qlora``: LoRA on a bitsandbytes 4-bit base (``measure.quantized_bases``), after PEFT's
+  ``prepare_model_for_kbit_training`` unless ``training.prepare_kbit_training: false`` (TRL's
+  SFTTrainer calls it on a quantized model). 8-bit / paged optimizers are
+  ``bitsandbytes.optim``'s (``quantized_bases.BNB_OPTIMIZERS``); both need bitsandbytes on
+  CUDA, checked before the run (``model_loader.preflight``).
 
 Labels are the inputs (causal LM loss over every position). Executed dimensions come from the
 shapes the embedding received: ``sequence_length`` and ``microbatch`` of every training forward
@@ -24,6 +28,7 @@ from ..errors import MeasureUnsupportedError
 from ..sheet import Sheet
 from .faults import Injection
 from .phases import PhaseRunner
+from .quantized_bases import BNB_OPTIMIZERS
 from .shapes import InputProbe
 
 __all__ = ["prepare_training", "build_optimizer", "run_training"]
@@ -34,16 +39,15 @@ _COMPUTE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16
 def prepare_training(model, sheet: Sheet):
     """Make the trained parameters trainable (LoRA adapters or everything); returns the model.
 
+    qlora runs PEFT's ``prepare_model_for_kbit_training`` first (it upcasts the kept modules
+    to fp32 and enables input gradients for checkpointing), unless the sheet says
+    ``prepare_kbit_training: false``.
+
     Raises:
-        MeasureUnsupportedError: qlora (bitsandbytes on CUDA); a chunked or fused loss,
-            packing, selective checkpointing or offload without checkpointing (the harness
-            runs none of them).
+        MeasureUnsupportedError: a chunked or fused loss, packing, selective checkpointing or
+            offload without checkpointing (the harness runs none of them).
     """
     t = sheet.training
-    if sheet.task == "qlora":
-        raise MeasureUnsupportedError("qlora needs a bitsandbytes 4-bit base on CUDA; this "
-                                      "harness runs 16/32-bit bases", field="task",
-                                      value=sheet.task)
     unrun = [(f, v) for f, v, asked in (
         ("training.loss", t.loss, t.loss != "standard"),
         ("training.packing", True, t.packing),
@@ -54,17 +58,27 @@ def prepare_training(model, sheet: Sheet):
         raise MeasureUnsupportedError("the harness runs transformers' own loss, unpacked "
                                       "sequences and whole-layer checkpointing (use gpusizer "
                                       "estimate)", field=unrun[0][0], value=unrun[0][1])
-    if t.checkpoint_mode == "full":
+    full = t.checkpoint_mode == "full"
+    if sheet.task == "qlora" and t.prepare_kbit_training is not False:
+        from peft import prepare_model_for_kbit_training
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=full,
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+        if full and (t.checkpointing.every != 1 or t.checkpointing.offload):
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False},
+                every_n_layers=t.checkpointing.every, offload=t.checkpointing.offload)
+    elif full:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False},
                                             every_n_layers=t.checkpointing.every,
                                             offload=t.checkpointing.offload)
-    if sheet.task == "lora":
+    if sheet.task in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
         lora = t.lora
         targets = None if lora.targets == "default" else lora.targets
         cfg = LoraConfig(r=lora.rank, lora_alpha=lora.alpha or 2 * lora.rank,
                          target_modules=targets, lora_dropout=0.0, task_type="CAUSAL_LM")
-        if t.checkpoint_mode == "full":
+        if full:
             model.enable_input_require_grads()
         model = get_peft_model(model, cfg, autocast_adapter_dtype=t.precision == "amp")
     else:
@@ -78,7 +92,7 @@ def build_optimizer(params, sheet: Sheet) -> torch.optim.Optimizer:
     """The sheet's optimizer over the trained parameters.
 
     Raises:
-        MeasureUnsupportedError: 8-bit and paged optimizers (bitsandbytes, CUDA only).
+        MeasureUnsupportedError: an optimizer neither torch.optim nor bitsandbytes.optim has.
     """
     t = sheet.training
     params = [p for p in params if p.requires_grad]
@@ -94,8 +108,11 @@ def build_optimizer(params, sheet: Sheet) -> torch.optim.Optimizer:
         return torch.optim.Adafactor(params, lr=1e-2,
                                      **({"foreach": impl.get("foreach", False)}
                                         if "fused" not in impl else {}))
-    raise MeasureUnsupportedError(f"optimizer {t.optimizer} needs bitsandbytes on CUDA; this "
-                                  "harness runs adamw, sgd, sgd-momentum, adafactor",
+    if t.optimizer in BNB_OPTIMIZERS:
+        import bitsandbytes as bnb   # checked present by model_loader.preflight
+        return getattr(bnb.optim, BNB_OPTIMIZERS[t.optimizer])(params, lr=1e-5)
+    raise MeasureUnsupportedError(f"optimizer {t.optimizer}: this harness runs adamw, sgd, "
+                                  f"sgd-momentum, adafactor and {', '.join(BNB_OPTIMIZERS)}",
                                   field="training.optimizer", value=t.optimizer)
 
 

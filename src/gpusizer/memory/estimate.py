@@ -28,7 +28,7 @@ from .training import TrainingSummary, training_items
 from .training.bare_count import bare_count_training_items
 from .training.deepspeed_reference import deepspeed_reference
 from .training.host_ram import host_ram
-from .working_memory import WORKING_SOURCE, forward_working_bytes
+from .working_memory import WORKING_SOURCE, forward_working_bytes, int4_kernel_items
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
 __all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params",
@@ -454,6 +454,8 @@ def _inference_part(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sh
     inf_items, kv_full, layout = _inference_items(sheet, facts, plan, share, engine)
     items += inf_items
     items.append(cublas_workspace_item(cc, ("prefill", "decode")))
+    items += int4_kernel_items(facts, plan.runs, engine.name, cc, share,
+                               prompt_tokens=sheet.inference.prompt_tokens)
     return items, kv_full, layout
 
 

@@ -55,6 +55,7 @@ ItemName = Literal[
     "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
     "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries", "master_weights",
     "master_gradients", "zero3_gathered_parameters",
+    "int4_kernel_scratch", "int4_dequant_transient",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -113,6 +114,8 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "master_weights": ItemKind(_T, "state", "master weights"),
     "master_gradients": ItemKind(_T, "working"),
     "zero3_gathered_parameters": ItemKind(_T, "working"),
+    "int4_kernel_scratch": ItemKind(_T, "state"),
+    "int4_dequant_transient": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
 library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states

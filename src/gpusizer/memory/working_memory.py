@@ -35,9 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..formats import Matrices, weight_format
+from ..formats.int4_kernels import int4_kernel
 from ..model.facts import ModelFacts
+from .items import Item
 
-__all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes", "WORKING_SOURCE"]
+__all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes", "WORKING_SOURCE",
+           "int4_kernel_items"]
 
 WORKING_SOURCE = ("largest live set in one decoder layer, or final hidden + logits "
                   "(gpusizer/memory/working_memory.py: transformers LlamaDecoderLayer order; "
@@ -189,3 +192,41 @@ def _linear_transient(facts: ModelFacts, fmt: str, *, t: int, b: int, tp: int) -
                  largest=max((g.largest_matrix for g in linears), default=0),
                  hidden=facts.architecture.hidden_size)
     return transient(m, t, b, tp)
+
+
+def int4_kernel_items(facts: ModelFacts, fmt: str, engine: str,
+                      compute_capability: tuple[int, int] | None, share, *,
+                      prompt_tokens: int) -> list[Item]:
+    """The items of the GPTQ / AWQ kernel path the engine runs on the card
+    (``formats.int4_kernels.int4_kernel``): a persistent scratch (exllama) live from the end of
+    load, and the dequantized weight of the largest linear while it runs (AWQ GEMM at large
+    inputs, vLLM's GPTQ exllama kernel), live in prefill (``share.sequences × prompt_tokens``
+    tokens) and in decode when the path dequantizes at ``share.sequences`` tokens too. The
+    transient is added to the phase's other items: a conservative envelope (it lives while one
+    linear runs, beside that layer's activations). None for other formats, engines, or without
+    a card (the path depends on the card)."""
+    quant = getattr(facts, "quant", None)
+    kernel = int4_kernel(fmt, engine, compute_capability,
+                         version=getattr(quant, "kernel", None),
+                         act_order=bool(getattr(quant, "act_order", False)))
+    if kernel is None:
+        return []
+    linears = [g for g in facts.architecture.params if g.role == "linear"]
+    m = Matrices.of(linears, facts.architecture.hidden_size)
+    tp = share.tp
+    items = []
+    scratch = kernel.scratch(m, tp)
+    if scratch:
+        items.append(Item("int4_kernel_scratch", scratch, "estimated", ("load", "prefill",
+                                                                         "decode"),
+                          kernel.source, f"{kernel.name} ({kernel.why}): persistent scratch of "
+                          f"the largest linear on this GPU, {scratch} B"))
+    prefill = kernel.transient(m, share.sequences * prompt_tokens, tp)
+    decode = kernel.transient(m, share.sequences, tp)
+    if prefill or decode:
+        phases = tuple(p for p, b in (("prefill", prefill), ("decode", decode)) if b)
+        items.append(Item("int4_dequant_transient", max(prefill, decode), "estimated", phases,
+                          kernel.source, f"{kernel.name} ({kernel.why}): the largest linear "
+                          "dequantized to fp16 while it runs (added to the phase: a "
+                          "conservative envelope)"))
+    return items
