@@ -191,6 +191,9 @@ def plan(sheet: SheetArg,
              "--simulate", help="also run the model code on fake tensors per card (the simulate "
                                 "extra); memory stays to confirm, its reason quotes both")] = False,
          today: TodayOpt = None,
+         variant: Annotated[Optional[str], typer.Option(
+             "--variant", help="a campaign sheet's variant: its own full plan (base: the "
+                               "sheet's own workload)", show_default=False)] = None,
          top: Annotated[Optional[str], typer.Option(
              "--top", help="list only the first N offers on the views (terminal, Markdown, "
                            "HTML; labelled there); default: 5 on page one and in the terminal, "
@@ -206,14 +209,14 @@ def plan(sheet: SheetArg,
 
     On a terminal it prints a summary (the answer, memory by phase, the offers); piped, or with
     --format, the whole sheet; with -o, the sheet to the file and the summary to the terminal."""
-    from .pipeline import run_plan
+    from .pipeline.campaign import run_campaign
     from .report.json_report import plan_document
     view = _view(top, sort)
     try:
         s = _load(sheet)
         RunInputs(sheet, s, catalog, evidence).refuse(out)
-        result = run_plan(s, catalogs=catalog, evidence_dir=evidence,
-                          base_dir=sheet.parent, simulate=simulate, today=_today(today))
+        result = run_campaign(s, catalogs=catalog, evidence_dir=evidence, variant=variant,
+                              base_dir=sheet.parent, simulate=simulate, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
     _render(plan_document(result), _format(format, out, ("md", "json", "html")), out,

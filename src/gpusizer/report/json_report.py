@@ -11,11 +11,12 @@ from ..memory.engines import PoolSplit
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
+from ..decision.campaign import Campaign
 from ..decision.results import EstimateResult, PlanResult
 from ..decision.verdict import judgement_of
 from ..sheet import Sheet
 
-__all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
+__all__ = ["campaign_dict", "memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
            "dumps", "POOL_ALIAS"]
 
 REGISTRY_NOTE = "gpusizer bundled registry (src/gpusizer/data/registry), version " + __version__
@@ -202,7 +203,20 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
              "card_bytes": x.card_bytes, "relative_difference": round(x.relative_difference, 4)}
             for x in r.discrepancies],
         **({"simulations": _simulations(r.simulations)} if r.simulations else {}),
+        **({"campaign": campaign_dict(r.campaign)} if r.campaign is not None else {}),
     }
+
+
+def campaign_dict(c: Campaign) -> dict[str, Any]:
+    """CONTRACT.md's compact ``campaign`` block: per variant its hash and peaks, per offer the
+    variants it covers (no reason text: the variant's own plan, ``--variant NAME``, has them)."""
+    return {"variants": [{"name": v.name, "sheet_sha256": v.sheet_sha256,
+                          "peak_bytes": v.peak_bytes, "device_peak_bytes": v.device_peak_bytes}
+                         for v in c.variants],
+            "offers": [{"id": o.id, "covers": list(o.covers),
+                        "total_usd": None if o.total_usd is None else round(o.total_usd, 2)}
+                       for o in c.offers],
+            "cheapest_covering": c.cheapest_covering}
 
 
 def _simulations(sims: dict) -> dict[str, Any]:

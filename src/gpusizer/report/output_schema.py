@@ -305,6 +305,34 @@ class SimulateOutput(EstimateOutput):
                                                    "estimate")
 
 
+class CampaignVariantOut(_Out):
+    """One variant of a campaign (``campaign.variants[]``)."""
+
+    name: str = Field(description="the variant's name; `base` is the sheet's own workload")
+    sheet_sha256: str = Field(description="SHA-256 of the variant's whole sheet (its evidence)")
+    peak_bytes: int | None = Field(description="estimated peak allocated per GPU, no card rules")
+    device_peak_bytes: int | None = Field(description="the same with non-PyTorch items")
+
+
+class CampaignOfferOut(_Out):
+    """One offer's coverage (``campaign.offers[]``); no reason text (``--variant NAME``)."""
+
+    id: str
+    covers: list[str] = Field(description="variants it covers: not excluded there and "
+                                          "estimated_fit `fits`")
+    total_usd: float | None = Field(description="the lot's total, as in offers[]")
+
+
+class CampaignOut(_Out):
+    """A sheet with variants (CONTRACT.md ``campaign``)."""
+
+    variants: list[CampaignVariantOut]
+    offers: list[CampaignOfferOut] = Field(description="by variants covered (most first), then "
+                                                       "total USD, then catalog order")
+    cheapest_covering: str | None = Field(description="the cheapest offer covering every "
+                                                      "variant; null when none does")
+
+
 class PlanOutput(_Versioned):
     """``gpusizer plan --format json`` (CONTRACT.md "JSON output")."""
 
@@ -323,6 +351,8 @@ class PlanOutput(_Versioned):
     evidence: EvidenceUse
     catalog_discrepancies: list[Discrepancy]
     simulations: dict[str, Any] | None = Field(None, description="plan --simulate: per card")
+    campaign: CampaignOut | None = Field(None, description="a sheet with variants only: which "
+                                                           "variants each offer covers")
 
 
 class FitLimit(_Out):
