@@ -122,6 +122,10 @@ def test_coverage_is_each_standalone_plans_own(vast):
         assert [v.sheet_sha256 for v in c.variants if v.name == name] == [alone.sheet_sha256]
         expected = {d.offer.id for d in alone.decisions if covers(d)}
         assert {i for i, names in by_id.items() if name in names} == expected, name
+        # SHARED_CRITERIA: the budget states of each variant alone are the base plan's
+        assert {d.offer.id: d.criteria["budget"].state for d in alone.decisions} == \
+            {d.offer.id: d.criteria["budget"].state for d in result.decisions}, name
+    assert any(d.criteria["budget"].state == "exclude" for d in result.decisions)
     # cheapest_covering: the lowest total USD among offers covering all four, by arithmetic
     full = [o for o in c.offers if len(o.covers) == 4]
     assert full, "the vast catalog has 80 GB cards that carry every variant"

@@ -9,6 +9,9 @@ are (nothing says they are cheapest). Covering says nothing about speed (R3).
 Every variant is judged by the same criteria as a whole sheet; what makes a campaign cheap to
 judge is that two offers that differ only in what no criterion reads get the same states
 (:func:`offer_class`), so each variant is judged once per class of offers, not once per offer.
+The price is left out of the class too: only the budget criterion reads it, and that criterion
+reads the sheet's ``budget`` block (the campaign's, the same for every variant) and the offer,
+so an offer's budget state is the base plan's for every variant (:data:`SHARED_CRITERIA`).
 """
 
 from __future__ import annotations
@@ -21,13 +24,20 @@ from ..catalog.types import Offer
 from .verdict import OfferDecision, judgement_of
 
 __all__ = ["VariantSummary", "OfferCoverage", "Campaign", "covers", "offer_class",
-           "IGNORED_OFFER_FIELDS", "campaign_of"]
+           "IGNORED_OFFER_FIELDS", "PRICE_FIELDS", "SHARED_CRITERIA", "campaign_of"]
 
 IGNORED_OFFER_FIELDS = ("id", "region", "document", "version", "notes")
 """Offer fields no criterion's *state* depends on (they appear in reasons and citations only):
 the row's id (unless evidence names it, see :func:`offer_class`), where the lot is, and the
 commercial sheet's name and version. Checked by tests/decision/test_campaign.py, which judges
 offers differing in each of these and compares the states."""
+
+PRICE_FIELDS = ("total_usd", "usd_per_hour")
+"""Offer fields only the budget criterion reads (``criteria.budget``: total vs ``max_usd``)."""
+SHARED_CRITERIA = ("budget",)
+"""Criteria whose state is the same for every variant of a campaign: they read only the
+campaign's keys (``budget``) and the offer. Checked by tests/pipeline/test_campaign.py against
+each variant's own plan."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +79,12 @@ class Campaign:
     cheapest_covering: str | None
 
 
-def covers(d: OfferDecision) -> bool:
+def covers(d: OfferDecision, *, besides: tuple[str, ...] = ()) -> bool:
     """True when the offer carries the variant as far as the figures say: not excluded, and its
-    ``estimated_fit`` (the fit rule's answer, ``verdict.judgement_of``) is ``fits``."""
-    if d.verdict == "excluded":
+    ``estimated_fit`` (the fit rule's answer, ``verdict.judgement_of``) is ``fits``; with
+    ``besides``, an exclusion on those criteria is left to the caller (:data:`SHARED_CRITERIA`).
+    """
+    if any(c.state == "exclude" for k, c in d.criteria.items() if k not in besides):
         return False
     j = judgement_of(d)
     return j is not None and j.state == "fits"
@@ -80,12 +92,15 @@ def covers(d: OfferDecision) -> bool:
 
 def offer_class(offer: Offer, named_ids: frozenset[str] = frozenset()) -> tuple:
     """The fields of ``offer`` a criterion's state can depend on, as a hashable key: every field
-    but :data:`IGNORED_OFFER_FIELDS`, and the id too when evidence names this offer
+    but :data:`IGNORED_OFFER_FIELDS` and :data:`PRICE_FIELDS` (the budget criterion is judged
+    per offer, once: :data:`SHARED_CRITERIA`), and the id too when evidence names this offer
     (``scope.offer_id``), since that evidence applies to it alone (R4)."""
-    fields = dataclasses.astuple(dataclasses.replace(
-        offer, id="" if offer.id not in named_ids else offer.id, region=None, document=None,
-        version=None, notes=()))
-    return fields
+    key = tuple(getattr(offer, name) for name in _CLASS_FIELDS)
+    return key + ((offer.id,) if offer.id in named_ids else ())
+
+
+_CLASS_FIELDS = tuple(f.name for f in dataclasses.fields(Offer)
+                      if f.name not in IGNORED_OFFER_FIELDS + PRICE_FIELDS)
 
 
 def campaign_of(variants: Sequence[VariantSummary], offers: Sequence[Offer],

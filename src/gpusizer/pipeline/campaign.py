@@ -4,10 +4,11 @@ base workload's full plan, and for every variant, which offers cover it.
 Each variant is a whole sheet (``sheet.campaign_sheets``) judged by :func:`planning.plan` itself,
 so no rule differs between a variant and the same sheet planned alone. To keep 10 000 offers ×
 100 variants cheap (issue 17, point 4), a variant is judged once per class of offers that no
-criterion tells apart (``decision.campaign.offer_class``: same card, lot, price, dates, server,
-environment…), and only each class's verdict and fit are kept: memory grows with offers +
-variants × classes, never with offers × variants reason texts. Estimates are made once per
-distinct card and variant (inside ``plan``). Reads no file.
+criterion but the budget tells apart (``decision.campaign.offer_class``: same card, lot, dates,
+server, environment…), and the budget criterion, which reads only the campaign's keys, once per
+offer in the base plan (``decision.campaign.SHARED_CRITERIA``). Only each class's coverage is
+kept: memory grows with offers + variants × classes, never with offers × variants reason texts.
+Estimates are made once per distinct card and variant (inside ``plan``). Reads no file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from ..decision.campaign import Campaign, VariantSummary, campaign_of, covers, offer_class
+from ..decision.campaign import (SHARED_CRITERIA, VariantSummary, campaign_of, covers,
+                                offer_class)
 from ..decision.results import PlanResult
 from ..errors import SheetError
 from ..sheet import BASE_VARIANT, Sheet, campaign_sheets
@@ -39,30 +41,31 @@ def variant_sheet(sheet: Sheet, name: str) -> Sheet:
     return sheets[name]
 
 
-def classify_variant(name: str, inputs: PlanInputs, classes: dict[tuple, int], *,
-                     today: dt.date) -> tuple[VariantSummary, list[bool]]:
+def classify_variant(name: str, inputs: PlanInputs, reps: list[int], class_of: list[int],
+                     shared_ok: list[bool], *, today: dt.date
+                     ) -> tuple[VariantSummary, list[bool]]:
     """One variant judged on one representative offer per class.
 
     Args:
         name: the variant's name.
         inputs: the variant's inputs (its whole sheet; offers: every offer of the campaign).
-        classes: offer class key → index of its first offer in ``inputs.offers``.
+        reps: per class, the index of its first offer in ``inputs.offers``.
+        class_of: per offer of ``inputs.offers``, its class (an index into ``reps``).
+        shared_ok: per offer, that no criterion of ``SHARED_CRITERIA`` excludes it (the base
+            plan's states).
         today: the date schedules are checked from.
 
     Returns:
         The variant's summary and, per offer of ``inputs.offers``, whether it covers it.
     """
-    reps = list(classes.values())
     result = plan(dataclasses.replace(inputs, offers=tuple(inputs.offers[i] for i in reps)),
                   today=today)
     # plan reorders its decisions; map them back by the offer's identity
-    by_rep = {id(d.offer): covers(d) for d in result.decisions}
-    covered_class = {key: by_rep[id(inputs.offers[i])] for key, i in classes.items()}
-    named = _named_ids(inputs)
-    flags = [covered_class[offer_class(o, named)] for o in inputs.offers]
+    by_rep = {id(d.offer): covers(d, besides=SHARED_CRITERIA) for d in result.decisions}
+    covered = [by_rep[id(inputs.offers[i])] for i in reps]
     est = result.estimate
     return (VariantSummary(name, result.sheet_sha256, est.peak_bytes, est.device_peak_bytes),
-            flags)
+            [covered[k] and ok for k, ok in zip(class_of, shared_ok)])
 
 
 def _named_ids(inputs: PlanInputs) -> frozenset[str]:
@@ -93,13 +96,22 @@ def plan_campaign(inputs: PlanInputs, *, today: dt.date | None = None,
     if len(sheets) == 1:
         return base
     named = _named_ids(inputs)
-    classes: dict[tuple, int] = {}
+    classes: dict[tuple, int] = {}  # class key → class index
+    reps: list[int] = []  # class index → its first offer's index
+    class_of: list[int] = []  # offer index → class index
     for i, o in enumerate(inputs.offers):
-        classes.setdefault(offer_class(o, named), i)
+        k = classes.setdefault(offer_class(o, named), len(classes))
+        if k == len(reps):
+            reps.append(i)
+        class_of.append(k)
     summaries: list[VariantSummary] = []
     covered: list[tuple[str, list[bool]]] = []
     index = {id(o): i for i, o in enumerate(inputs.offers)}
     order = [index[id(d.offer)] for d in base.decisions]  # base plan's order → inputs' index
+    shared_ok = [False] * len(inputs.offers)
+    for d in base.decisions:
+        shared_ok[index[id(d.offer)]] = all(d.criteria[k].state != "exclude"
+                                            for k in SHARED_CRITERIA)
     for name, sheet in sheets:
         if name == BASE_VARIANT:  # the full plan already judged every offer
             est = base.estimate
@@ -107,8 +119,8 @@ def plan_campaign(inputs: PlanInputs, *, today: dt.date | None = None,
                                             est.device_peak_bytes))
             covered.append((name, [covers(d) for d in base.decisions]))
             continue
-        summary, flags = classify_variant(name, dataclasses.replace(inputs, sheet=sheet),
-                                          classes, today=today)
+        summary, flags = classify_variant(name, dataclasses.replace(inputs, sheet=sheet), reps,
+                                          class_of, shared_ok, today=today)
         summaries.append(summary)
         covered.append((name, [flags[i] for i in order]))
     base.campaign = campaign_of(summaries, [d.offer for d in base.decisions],
