@@ -356,6 +356,18 @@ class Training(_Block):
     """qlora only: PEFT's prepare_model_for_kbit_training runs (kept modules cast to fp32, fp32
     residual stream); unset means true; false for stacks that skip it."""
 
+    # the duration bound (issue 17 point 2; decision.throughput): one contiguous place
+    HASHED_WHEN_SET = HASHED_WHEN_SET | {"dataset_tokens", "epochs", "mfu"}
+    dataset_tokens: bounded_int(minimum=0, maximum=10**15) = 0  # type: ignore[valid-type]
+    """Tokens in one epoch of the training data (tokens); 0: no dataset declared (the duration
+    stays the budget's days, hypothetical)."""
+    epochs: bounded_float(minimum=0, exclusive_minimum=True,  # type: ignore[valid-type]
+                          maximum=10**4) = 1
+    """Passes over the dataset (epochs; a fraction is a partial pass)."""
+    mfu: bounded_float(minimum=0, maximum=1) = 0  # type: ignore[valid-type]
+    """Model-FLOPs utilization the user states for the duration bound (0 < mfu <= 1; 0: none),
+    as a fraction of the card's peak dense throughput."""
+
 
 class Placement(_Block):
     """``placement``: how the workload spreads over GPUs; every memory figure is per GPU."""

@@ -13,6 +13,7 @@ from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
 from ..decision.campaign import Campaign
 from ..decision.results import EstimateResult, PlanResult
+from ..decision.throughput import measured_decode_tokens_per_s, offer_throughput
 from ..decision.verdict import judgement_of
 from ..sheet import Sheet
 
@@ -179,6 +180,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "criteria": {k: {"state": c.state, "reason": c.reason, "condition": c.condition,
                              "evidence": list(c.evidence)} for k, c in d.criteria.items()},
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
+            "throughput": _throughput(r, d),
         })
     return {
         "schema_version": SCHEMA_VERSION,
@@ -205,6 +207,26 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
         **({"simulations": _simulations(r.simulations)} if r.simulations else {}),
         **({"campaign": campaign_dict(r.campaign)} if r.campaign is not None else {}),
     }
+
+
+def _throughput(r: PlanResult, d) -> dict[str, Any] | None:
+    """CONTRACT.md's ``offers[].throughput`` (``decision.throughput``): labelled bounds, never an
+    order; null without a card or estimate, or for a lot short of the placement's GPUs."""
+    if d.card is None or d.estimate is None or d.offer.cards < r.sheet.placement.gpus:
+        return None
+    measured = measured_decode_tokens_per_s(r.evidence.docs, d.card)
+    t = offer_throughput(r.sheet, r.facts, d.card, d.estimate, total_usd=d.total_usd,
+                         days=d.days, measured=None if measured is None else measured[0])
+
+    def rounded(x: float | None, digits: int) -> float | None:
+        return None if x is None else round(x, digits)
+    return {"decode_tokens_per_s_bound": rounded(t.decode_tokens_per_s_bound, 1),
+            "usd_per_million_tokens_bound": rounded(t.usd_per_million_tokens_bound, 4),
+            "prefill_seconds_bound": rounded(t.prefill_seconds_bound, 4),
+            "training_days_bound": rounded(t.training_days_bound, 3),
+            "measured_decode_tokens_per_s": t.measured_decode_tokens_per_s,
+            "measured_source": None if measured is None else measured[1],
+            "source": t.source}
 
 
 def campaign_dict(c: Campaign) -> dict[str, Any]:

@@ -188,6 +188,24 @@ class OfferMemory(_Out):
     notes: list[str]
 
 
+class ThroughputOut(_Out):
+    """CONTRACT.md ``offers[].throughput``: labelled bounds per lot at the sheet's concurrency
+    (``decision.throughput``); never used to order offers (R3)."""
+
+    decode_tokens_per_s_bound: float | None = Field(
+        description="generated tokens/s at most: bandwidth ÷ bytes read per step")
+    usd_per_million_tokens_bound: float | None = Field(
+        description="USD per million generated tokens at least, at the decode bound")
+    prefill_seconds_bound: float | None = Field(
+        description="seconds to prefill the prompts at least: FLOPs ÷ peak")
+    training_days_bound: float | None = Field(
+        description="days for training.dataset_tokens × epochs at training.mfu (6 N T FLOPs)")
+    measured_decode_tokens_per_s: float | None = Field(
+        None, description="a measured figure from evidence (decode_tokens_per_s), beside it")
+    measured_source: str | None = Field(None, description="the evidence document it came from")
+    source: str = Field(description="the formulas and card facts used")
+
+
 class OfferOut(_Out):
     """One classified offer (``offers[]``)."""
 
@@ -220,6 +238,8 @@ class OfferOut(_Out):
     rank: int | None = Field(description="order of selected offers (R3)")
     provisional_rank: int | None = Field(
         description="order of conditional offers estimated to fit, labelled provisional")
+    throughput: ThroughputOut | None = Field(
+        None, description="speed bounds (null without a card the table describes)")
 
 
 class Change(_Out):

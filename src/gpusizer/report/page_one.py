@@ -20,6 +20,7 @@ from typing import Any
 from ..memory.engines import ENGINES
 from ..units import fmt_gib
 from .campaign_table import campaign_answer, campaign_details, campaign_sections
+from .throughput_table import throughput_sections
 from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
@@ -282,7 +283,7 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
 
 def details_lists(doc: dict[str, Any]) -> list[Section]:
     """The whole lists that page one shortens (more than :data:`LISTED` lines), for Details."""
-    out = campaign_details(doc)
+    out = campaign_details(doc) + throughput_sections(doc)
     for title, lines in (("What could invalidate this conclusion (all)", invalidator_lines(doc)),
                          ("Measurement conditions (all)", measurement_lines(doc))):
         if len(lines) > LISTED:
