@@ -579,6 +579,42 @@ def serve(host: Annotated[str, typer.Option(
 
 
 @app.command()
+def launch(sheet: SheetArg,
+           offer: Annotated[str, typer.Option("--offer", help="the offer's id in the catalogs")],
+           out: Annotated[Path, typer.Option("--out", help="folder the evidence comes back to "
+                                                           "(the task file is written there)")],
+           catalog: Annotated[Optional[list[Path]], typer.Option(
+               "--catalog", help="offers (YAML, CSV or SkyPilot vms.csv); repeatable")] = None,
+           variant: Annotated[Optional[str], typer.Option(
+               "--variant", help="a campaign sheet's variant to measure (default: base)",
+               show_default=False)] = None,
+           dry_run: Annotated[bool, typer.Option(
+               "--dry-run", help="print the task and the commands; launch nothing")] = False,
+           ) -> None:
+    """Measure the sheet on the offer itself: a SkyPilot task that runs gpusizer measure (and
+    quality run) there and brings the evidence back (needs the launch extra)."""
+    from .launch import prepare_launch, run_launch
+    from .pipeline.campaign import variant_sheet
+    try:
+        s = _load(sheet)
+        if variant is not None or s.variants:
+            s = variant_sheet(s, variant or "base")
+        plan = prepare_launch(s, sheet, offer, catalogs=catalog, out_dir=out)
+        if dry_run:
+            typer.echo(f"# SkyPilot task for offer {offer} (cluster {plan.task.cluster})")
+            typer.echo(plan.yaml_text, nl=False)
+            for note in plan.task.notes:
+                typer.echo(f"# note: {note}")
+            typer.echo("# would run, in order:")
+            for command in plan.commands:
+                typer.echo(command)
+            return
+        run_launch(plan)
+    except GpusizerError as exc:
+        _fail(exc, sheet)
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     from . import __version__

@@ -24,7 +24,8 @@ budget: {max_usd: 100, days: 3}
 def test_ignored_fields_change_no_state():
     seed, _ = load_default_catalog()  # the seed's two offers (RTX 4090, RTX 6000 Ada)
     changed = {"id": "other-id", "region": "eu-west", "document": "another.pdf",
-               "version": "v9", "notes": ("a note",)}
+               "version": "v9", "notes": ("a note",), "cloud": "lambda",
+               "instance_type": "gpu_1x_h100_sxm5"}
     assert set(changed) == set(IGNORED_OFFER_FIELDS)
     twins = [dataclasses.replace(o, **{k: v if k != "id" else f"{o.id}-{v}"})
              for o in seed for k, v in changed.items()]

@@ -91,6 +91,9 @@ class Offer:
             to report disagreements with the card table.
         region: where the lot is, if given.
         notes: what the reader did with the row (price arithmetic, how the card was decided).
+        cloud, instance_type: what ``gpusizer launch`` asks SkyPilot for (a SkyPilot catalog's
+            provider and InstanceType, or the catalog's own ``cloud`` / ``instance_type`` keys),
+            or None; no criterion reads them.
         canonical_card: the card table's name when the reader decided the card from more than
             ``card`` (e.g. a SkyPilot instance type ``1x-H100_SXM-…`` for ``card`` ``H100``);
             None: resolve ``card`` (with ``catalog_memory_bytes``), see
@@ -117,3 +120,5 @@ class Offer:
     region: str | None = None
     notes: tuple[str, ...] = field(default=())
     canonical_card: str | None = None
+    cloud: str | None = None
+    instance_type: str | None = None

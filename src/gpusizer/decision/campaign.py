@@ -26,10 +26,11 @@ from .verdict import OfferDecision, judgement_of
 __all__ = ["VariantSummary", "OfferCoverage", "Campaign", "covers", "offer_class",
            "IGNORED_OFFER_FIELDS", "PRICE_FIELDS", "SHARED_CRITERIA", "campaign_of"]
 
-IGNORED_OFFER_FIELDS = ("id", "region", "document", "version", "notes")
+IGNORED_OFFER_FIELDS = ("id", "region", "document", "version", "notes", "cloud",
+                        "instance_type")
 """Offer fields no criterion's *state* depends on (they appear in reasons and citations only):
-the row's id (unless evidence names it, see :func:`offer_class`), where the lot is, and the
-commercial sheet's name and version. Checked by tests/decision/test_campaign.py, which judges
+the row's id (unless evidence names it, see :func:`offer_class`), where the lot is, the
+commercial sheet's name and version, and what SkyPilot calls it (cloud, instance type). Checked by tests/decision/test_campaign.py, which judges
 offers differing in each of these and compares the states."""
 
 PRICE_FIELDS = ("total_usd", "usd_per_hour")
