@@ -82,3 +82,15 @@ def test_no_dataset_no_duration_and_the_hash_does_not_move():
     plain = load_sheet(EXAMPLES / "llama-3.1-8b-qlora.yaml")
     from gpusizer.sheet import canonical_json
     assert "dataset_tokens" not in canonical_json(plain) and "mfu" not in canonical_json(plain)
+
+
+def test_a_measured_figure_stands_beside_the_bound():
+    from gpusizer.decision.throughput import measured_decode_tokens_per_s
+    from gpusizer.evidence import load_evidence_docs
+
+    from .test_criteria import SHEET, measurement
+    doc = {**measurement(SHEET), "decode_tokens_per_s": 123.4}  # on an RTX 6000 Ada
+    docs = load_evidence_docs([doc])
+    assert measured_decode_tokens_per_s(docs, CARDS.by_name("RTX 6000 Ada")) == \
+        (123.4, "runs/a.jsonl")
+    assert measured_decode_tokens_per_s(docs, CARDS.by_name("RTX 4090")) is None  # another card

@@ -141,6 +141,19 @@ def test_a_serving_engine_starts_and_its_log_is_imported(tmp_path):
     assert "pip install 'vllm'" in t.config["setup"]
 
 
+def test_names_from_files_and_catalogs_stay_shell_words(tmp_path):
+    from gpusizer.catalog.types import Offer
+    sheet_path = tmp_path / "a b;touch x.yaml"
+    sheet_path.write_text(LORA)
+    offer = Offer(id="x; rm -rf ~", provider="p $(id)", card="H100", cards=1, days=None,
+                  total_usd=None, cloud="lambda", region="us-east-1",
+                  instance_type="gpu_1x_h100_sxm5")
+    run = skypilot_task(load_sheet(sheet_path), sheet_path, offer, None,
+                        workdir=tmp_path).config["run"]
+    assert "gpusizer measure ~/gpusizer-inputs/'a b;touch x.yaml' " in run
+    assert "--offer-id 'x; rm -rf ~' --provider 'p $(id)'" in run
+
+
 def test_evidence_scoped_to_the_launched_offer_verifies_it_alone(tmp_path):
     # what the task's `gpusizer measure --offer-id full --provider acme --image ...` records
     twin = {**FULL_OFFER, "id": "twin"}

@@ -96,9 +96,9 @@ def _disk_gb(offer: Offer, sheet: Sheet) -> int:
 
 def _mounts(sheet: Sheet, sheet_path: Path, lock: Path | None) -> tuple[dict[str, str], str]:
     """SkyPilot ``file_mounts`` (remote → local) for the sheet and what it reads, and the
-    remote sheet's path."""
-    remote_sheet = f"{REMOTE_INPUTS}/{sheet_path.name}"
-    mounts = {remote_sheet: str(sheet_path.resolve())}
+    remote sheet's path as a shell word (catalog and file names are never run as shell)."""
+    mounts = {f"{REMOTE_INPUTS}/{sheet_path.name}": str(sheet_path.resolve())}
+    remote_sheet = _remote(sheet_path.name)
     base = sheet_path.resolve().parent
     if sheet.model.path is not None:
         local = Path(sheet.model.path)
@@ -116,6 +116,11 @@ def _mounts(sheet: Sheet, sheet_path: Path, lock: Path | None) -> tuple[dict[str
         if lock is not None:
             mounts[f"{REMOTE_INPUTS}/{lock.name}"] = str(lock.resolve())
     return mounts, remote_sheet
+
+
+def _remote(name: str) -> str:
+    """A file under :data:`REMOTE_INPUTS` as a shell word: the name quoted, ``~`` expanded."""
+    return f"{REMOTE_INPUTS}/{shlex.quote(name)}"
 
 
 def _engine_run(sheet: Sheet, card: Card | None, remote_sheet: str, scope: str,
@@ -188,7 +193,7 @@ def skypilot_task(sheet: Sheet, sheet_path: Path, offer: Offer, card: Card | Non
     if sheet.quality is not None:
         if sheet.weights in QUALITY_CANDIDATES and lock is not None:
             run.append(f"gpusizer quality run {remote_sheet} --candidate {sheet.weights} "
-                       f"--lock {REMOTE_INPUTS}/{lock.name} --out {REMOTE_EVIDENCE}/quality")
+                       f"--lock {_remote(lock.name)} --out {REMOTE_EVIDENCE}/quality")
         else:
             notes.append(f"quality: no run (weights {sheet.weights}: gpusizer quality run "
                          f"evaluates {', '.join(QUALITY_CANDIDATES)} against a locked criteria "
