@@ -29,16 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from plan_speed import HEADER, source_rows  # noqa: E402  (the same catalog rows)
+from plan_speed import write_catalog  # noqa: E402  (the same catalog rows)
 
 GOALS_S = {10: 2.0, 100: 10.0}
-BASE = """\
-model: {id: meta-llama/Meta-Llama-3.1-8B}
-task: inference
-weights: bf16
-inference: {prompt_tokens: 7168, new_tokens: 1024, concurrency: 8}
-budget: {max_usd: 300, days: 3}
-"""
+BASE = (ROOT / "examples" / "llama-3.1-8b-serving.yaml").read_text(encoding="utf-8")
+"""The base workload: the serving example (8 × 8192 tokens, bf16, budget 100 USD / 3 days)."""
 FORMATS = ("bf16", "fp8", "int8", "nf4")
 
 
@@ -53,21 +48,6 @@ def variant_text(count: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_catalog(path: Path, rows: int, distinct_prices: bool) -> None:
-    """plan_speed.write_catalog, optionally with a price of its own per row."""
-    import csv
-    base = source_rows()
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        out = csv.writer(fh)
-        out.writerow(HEADER)
-        for i in range(rows):
-            row = dict(base[i % len(base)])
-            row["Region"] = f"{row.get('Region') or 'region'}-{i // len(base)}"
-            if distinct_prices and row.get("Price"):
-                row["Price"] = f"{float(row['Price']) + 0.001 * i:.4f}"
-            out.writerow([row.get(k) or "" for k in HEADER])
-
-
 def run(rows: int, variants: int, distinct_prices: bool
         ) -> tuple[float, float, float, int, int]:
     """(read seconds, classify seconds wall, classify seconds CPU, peak RSS MiB, offer classes)
@@ -79,7 +59,7 @@ def run(rows: int, variants: int, distinct_prices: bool
     sheet = parse_sheet_text(BASE + variant_text(variants))
     with tempfile.TemporaryDirectory() as tmp:
         catalog = Path(tmp) / "vms.csv"
-        write_catalog(catalog, rows, distinct_prices)
+        write_catalog(catalog, rows, price_step=0.001 if distinct_prices else 0.0)
         t0 = time.perf_counter()
         inputs = load_plan_inputs(sheet, catalogs=[catalog])
         t1, c1 = time.perf_counter(), time.process_time()
