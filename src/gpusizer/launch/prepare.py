@@ -14,6 +14,7 @@ import yaml
 
 from ..catalog.cards import resolve_offer_card
 from ..errors import ArgumentError, GpusizerError
+from ..memory.engines import engine_of
 from ..memory.estimate import estimate_memory
 from ..pipeline.inputs import load_plan_inputs, resolve_or_config_only
 from ..sheet import Sheet
@@ -74,7 +75,7 @@ def prepare_launch(sheet: Sheet, sheet_path: Path, offer_id: str, *,
                             f"first: {', '.join(ids[:3])})", field="--offer", value=offer_id)
     card = resolve_offer_card(offer).card
     command = None
-    if sheet.inference is not None and sheet.inference.engine != "transformers" and card:
+    if not engine_of(sheet).measure_supported and card is not None:  # a serving engine
         facts, _ = resolve_or_config_only(sheet, base_dir=sheet_path.parent)
         pool = estimate_memory(sheet, facts, card=card).pool
         command = getattr(pool, "command", None)  # offers[].pool.command, where it exists

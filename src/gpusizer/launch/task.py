@@ -25,10 +25,11 @@ from typing import Any
 
 from ..catalog.types import Card, Offer
 from ..errors import CatalogError, SheetError
+from ..memory.engines import engine_of
 from ..sheet import Sheet
 
 __all__ = ["LaunchTask", "skypilot_task", "TORCH_RANGE", "REMOTE_EVIDENCE", "REMOTE_INPUTS",
-           "QUALITY_CANDIDATES"]
+           "QUALITY_CANDIDATES", "SERVER_READY"]
 
 TORCH_RANGE = "torch>=2.4,<2.15"
 """The measure extra's torch range (pyproject.toml); PyPI's Linux wheels in it are CUDA builds,
@@ -39,10 +40,10 @@ REMOTE_INPUTS = "~/gpusizer-inputs"
 """Where the sheet (and its model folder, corpus and quality lock) are mounted."""
 QUALITY_CANDIDATES = ("fp32", "fp16", "bf16", "int8", "nf4", "fp4")
 """Weight formats ``gpusizer quality run --candidate`` evaluates (``quality.formats``)."""
-_ENGINE_READY = {"vllm": "Application startup complete", "sglang": "The server is fired up"}
-"""The line each engine's server logs once it serves (its start-up log is then complete)."""
-_ENGINE_SETUP = {"vllm": "vllm", "sglang": "sglang[all]"}
-"""The pip requirement of each engine (its own torch comes with it)."""
+SERVER_READY = "Application startup complete"
+"""uvicorn's line once an ASGI server serves: vLLM's and SGLang's OpenAI servers both run on
+uvicorn, so their start-up log is complete when it appears (no engine is named here:
+``memory.engines`` owns what differs between engines)."""
 
 
 @dataclass(frozen=True)
@@ -123,27 +124,24 @@ def _remote(name: str) -> str:
     return f"{REMOTE_INPUTS}/{shlex.quote(name)}"
 
 
-def _engine_run(sheet: Sheet, card: Card | None, remote_sheet: str, scope: str,
+def _engine_run(engine: str, card: Card | None, remote_sheet: str,
                 command: str | None) -> list[str]:
-    """Start the serving engine, wait for its ready line, stop it, import its start-up log."""
-    inf = sheet.inference
-    assert inf is not None
-    engine = inf.engine
+    """Start the serving engine, wait for its server to serve, stop it, import its start-up
+    log (CONTRACT.md ``gpusizer import <engine>-log``)."""
     log = f"{REMOTE_EVIDENCE}/{engine}-startup.log"
     if command is None:
         raise SheetError(f"launch needs the {engine} command the verdict holds under "
                          "(offers[].pool.command), which this estimate does not give",
                          field="inference.engine", value=engine)
-    ready = _ENGINE_READY[engine]
     card_name = shlex.quote(card.name) if card is not None else '"$GPUSIZER_CARD"'
     return [
         f"({command}) > {log} 2>&1 &",
         "ENGINE_PID=$!",
-        f"for i in $(seq 1 360); do grep -q {shlex.quote(ready)} {log} && break; "
+        f"for i in $(seq 1 360); do grep -q {shlex.quote(SERVER_READY)} {log} && break; "
         "kill -0 $ENGINE_PID 2>/dev/null || break; sleep 5; done",
         "kill $ENGINE_PID 2>/dev/null || true; wait $ENGINE_PID 2>/dev/null || true",
         f"gpusizer import {engine}-log {log} --sheet {remote_sheet} --card {card_name} "
-        f"--out {REMOTE_EVIDENCE}{scope}",
+        f"--out {REMOTE_EVIDENCE}",
     ]
 
 
@@ -177,17 +175,16 @@ def skypilot_task(sheet: Sheet, sheet_path: Path, offer: Offer, card: Card | Non
     image = offer.environment or f"skypilot default image ({cloud})"
     scope = (f" --offer-id {shlex.quote(offer.id)} --provider {shlex.quote(offer.provider)}"
              f" --image {shlex.quote(image)}")
-    inf = sheet.inference
-    engine = inf.engine if inf is not None else "transformers"
+    engine = engine_of(sheet)
     setup = ["set -e", f"pip install -e '.[measure]' '{TORCH_RANGE}'"]
     run = ["set -e", f"mkdir -p {REMOTE_EVIDENCE}"]
-    if engine != "transformers":
-        version = getattr(sheet.stack, engine, "auto")
-        req = _ENGINE_SETUP[engine] + ("" if version == "auto" else f"=={version}")
-        setup.append(f"pip install '{req}'")
-        run += _engine_run(sheet, card, remote_sheet, "", engine_command)
-        notes.append(f"{engine}: its start-up log is evidence of capacity only; it runs no "
-                     "request, so the workload criterion stays to confirm (CONTRACT.md import)")
+    if not engine.measure_supported:  # a serving engine: its own start-up log is the evidence
+        version = getattr(sheet.stack, engine.name, "auto")  # the engine's pip name is its name
+        setup.append(f"pip install '{engine.name}" + ("" if version == "auto" else
+                                                      f"=={version}") + "'")
+        run += _engine_run(engine.name, card, remote_sheet, engine_command)
+        notes.append(f"{engine.label}: its start-up log is evidence of capacity only; it runs "
+                     "no request, so the workload criterion stays to confirm (CONTRACT.md)")
     else:
         run.append(f"gpusizer measure {remote_sheet} --out {REMOTE_EVIDENCE}{scope}")
     if sheet.quality is not None:
