@@ -43,8 +43,11 @@ def source_rows(shared: Path = SHARED) -> list[dict[str, str]]:
     return rows
 
 
-def write_catalog(path: Path, rows: int, shared: Path = SHARED) -> None:
-    """Write a ``rows``-row SkyPilot vms.csv at ``path`` from the shared copies (see above)."""
+def write_catalog(path: Path, rows: int, shared: Path = SHARED, *,
+                  price_step: float = 0.0) -> None:
+    """Write a ``rows``-row SkyPilot vms.csv at ``path`` from the shared copies (see above);
+    ``price_step`` > 0 adds ``price_step × row`` USD/h to each row's price (every row its own
+    price: benchmarks/campaign_scale.py's worst case)."""
     base = source_rows(shared)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
@@ -52,6 +55,8 @@ def write_catalog(path: Path, rows: int, shared: Path = SHARED) -> None:
         for i in range(rows):
             row = dict(base[i % len(base)])
             row["Region"] = f"{row.get('Region') or 'region'}-{i // len(base)}"
+            if price_step and row.get("Price"):
+                row["Price"] = f"{float(row['Price']) + price_step * i:.4f}"
             out.writerow([row.get(k) or "" for k in HEADER])
 
 

@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("simulate", "measure", "quality"),
     ("decision",),
     ("report",),
-    ("pipeline", "fit"),
+    ("pipeline", "fit", "launch"),
     ("cli", "web", "api", "__main__"),
 )
 """The order of the stages (issue 10, point 6): a module may import its own layer's modules and

@@ -136,9 +136,9 @@ def test_every_schema_property_has_a_description():
                for key, prop in block.get("properties", {}).items()
                if not prop.get("description", "").strip()]
     assert not missing
-    # 14 fields in Training (loss, packing, checkpointing added) and 15 in Inference (+ SGLang's
-    # three keys), all described (the docstring under each field)
-    assert len(schema["$defs"]["Training"]["properties"]) == 14
+    # 17 fields in Training (loss, packing, checkpointing; dataset_tokens, epochs, mfu of issue
+    # 17) and 15 in Inference (+ SGLang's three keys), all described (the docstring under each)
+    assert len(schema["$defs"]["Training"]["properties"]) == 17
     assert len(schema["$defs"]["Inference"]["properties"]) == 15
     assert "(tokens)" in schema["$defs"]["Training"]["properties"]["sequence_length"]["description"]
 

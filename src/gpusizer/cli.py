@@ -191,6 +191,9 @@ def plan(sheet: SheetArg,
              "--simulate", help="also run the model code on fake tensors per card (the simulate "
                                 "extra); memory stays to confirm, its reason quotes both")] = False,
          today: TodayOpt = None,
+         variant: Annotated[Optional[str], typer.Option(
+             "--variant", help="a campaign sheet's variant: its own full plan (base: the "
+                               "sheet's own workload)", show_default=False)] = None,
          top: Annotated[Optional[str], typer.Option(
              "--top", help="list only the first N offers on the views (terminal, Markdown, "
                            "HTML; labelled there); default: 5 on page one and in the terminal, "
@@ -206,14 +209,14 @@ def plan(sheet: SheetArg,
 
     On a terminal it prints a summary (the answer, memory by phase, the offers); piped, or with
     --format, the whole sheet; with -o, the sheet to the file and the summary to the terminal."""
-    from .pipeline import run_plan
+    from .pipeline.campaign import run_campaign
     from .report.json_report import plan_document
     view = _view(top, sort)
     try:
         s = _load(sheet)
         RunInputs(sheet, s, catalog, evidence).refuse(out)
-        result = run_plan(s, catalogs=catalog, evidence_dir=evidence,
-                          base_dir=sheet.parent, simulate=simulate, today=_today(today))
+        result = run_campaign(s, catalogs=catalog, evidence_dir=evidence, variant=variant,
+                              base_dir=sheet.parent, simulate=simulate, today=_today(today))
     except GpusizerError as exc:
         _fail(exc, sheet)
     _render(plan_document(result), _format(format, out, ("md", "json", "html")), out,
@@ -609,6 +612,42 @@ def serve(host: Annotated[str, typer.Option(
         raise typer.Exit(1)
     from .web.app import serve as run_server
     run_server(host=host, port=port)
+
+
+@app.command()
+def launch(sheet: SheetArg,
+           offer: Annotated[str, typer.Option("--offer", help="the offer's id in the catalogs")],
+           out: Annotated[Path, typer.Option("--out", help="folder the evidence comes back to "
+                                                           "(the task file is written there)")],
+           catalog: Annotated[Optional[list[Path]], typer.Option(
+               "--catalog", help="offers (YAML, CSV or SkyPilot vms.csv); repeatable")] = None,
+           variant: Annotated[Optional[str], typer.Option(
+               "--variant", help="a campaign sheet's variant to measure (default: base)",
+               show_default=False)] = None,
+           dry_run: Annotated[bool, typer.Option(
+               "--dry-run", help="print the task and the commands; launch nothing")] = False,
+           ) -> None:
+    """Measure the sheet on the offer itself: a SkyPilot task that runs gpusizer measure (and
+    quality run) there and brings the evidence back (needs the launch extra)."""
+    from .launch import prepare_launch, run_launch
+    from .pipeline.campaign import variant_sheet
+    try:
+        s = _load(sheet)
+        if variant is not None or s.variants:
+            s = variant_sheet(s, variant or "base")
+        plan = prepare_launch(s, sheet, offer, catalogs=catalog, out_dir=out)
+        if dry_run:
+            typer.echo(f"# SkyPilot task for offer {offer} (cluster {plan.task.cluster})")
+            typer.echo(plan.yaml_text, nl=False)
+            for note in plan.task.notes:
+                typer.echo(f"# note: {note}")
+            typer.echo("# would run, in order:")
+            for command in plan.commands:
+                typer.echo(command)
+            return
+        run_launch(plan)
+    except GpusizerError as exc:
+        _fail(exc, sheet)
 
 
 @app.command()

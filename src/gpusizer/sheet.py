@@ -34,7 +34,8 @@ __all__ = [
     "Budget", "Requirements", "Measure", "Margin", "Stack", "FRAMEWORKS", "WEIGHT_FORMATS", "TRAINING_STRATEGIES",
     "EngineSheetRules", "ENGINE_SHEET_RULES", "load_sheet", "parse_sheet", "required_dimensions",
     "sheet_sha256", "canonical_json", "quality_sha256", "quality_criteria",
-    "parse_sheet_text", "Checkpointing", "CHECKPOINTED_MODULES",
+    "parse_sheet_text", "Checkpointing", "CHECKPOINTED_MODULES", "Variant", "campaign_sheets",
+    "VARIANT_KEYS", "CAMPAIGN_KEYS", "BASE_VARIANT",
 ]
 
 TRAINING_STRATEGIES = ("single", "ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -467,6 +468,18 @@ class Training(_Block):
             return "full"
         return self.checkpointing.mode or "none"
 
+    # the duration bound (issue 17 point 2; decision.throughput): one contiguous place
+    HASHED_WHEN_SET = HASHED_WHEN_SET | {"dataset_tokens", "epochs", "mfu"}
+    dataset_tokens: bounded_int(minimum=0, maximum=10**15) = 0  # type: ignore[valid-type]
+    """Tokens in one epoch of the training data (tokens); 0: no dataset declared (the duration
+    stays the budget's days, hypothetical)."""
+    epochs: bounded_float(minimum=0, exclusive_minimum=True,  # type: ignore[valid-type]
+                          maximum=10**4) = 1
+    """Passes over the dataset (epochs; a fraction is a partial pass)."""
+    mfu: bounded_float(minimum=0, maximum=1) = 0  # type: ignore[valid-type]
+    """Model-FLOPs utilization the user states for the duration bound (0 < mfu <= 1; 0: none),
+    as a fraction of the card's peak dense throughput."""
+
 
 class Placement(_Block):
     """``placement``: how the workload spreads over GPUs; every memory figure is per GPU."""
@@ -640,6 +653,99 @@ class Stack(_Block):
     (explicit keys win)."""
 
 
+# --- campaigns (CONTRACT.md `variants`, R15): one contiguous place -------------------------
+VARIANT_KEYS = ("task", "weights", "quantization", "attention", "inference", "training",
+                "placement", "stack")
+"""The top-level keys a variant may override (CONTRACT.md ``variants``)."""
+CAMPAIGN_KEYS = ("model", "quality", "budget", "requirements")
+"""The keys that are the campaign's: every variant shares them; a variant overriding one is
+refused."""
+BASE_VARIANT = "base"
+"""The name of the sheet's own workload among a campaign's variants (reserved)."""
+MAX_VARIANTS = 1000
+"""Variants a campaign may hold (a typo guard; the scale goal is 100, issue 17)."""
+_VARIANT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class Variant(_Block):
+    """One variant of a campaign: a name and overrides of any of :data:`VARIANT_KEYS`
+    (mappings merged deeply into the sheet's own, lists replaced, a block set to null
+    dropped). Each variant is judged as a whole sheet (:func:`campaign_sheets`)."""
+
+    name: str
+    """The variant's name: letters, digits, '.', '_' or '-' (at most 64; 'base' is the sheet's
+    own workload)."""
+    task: Literal["inference", "lora", "qlora", "full"] | None = None
+    """Overrides the sheet's task."""
+    weights: WeightFormat | None = None
+    """Overrides the sheet's weight format."""
+    quantization: dict[str, Any] | None = None
+    """Keys merged into the sheet's quantization block."""
+    attention: Literal["sdpa", "flash", "eager"] | None = None
+    """Overrides the sheet's attention kernel."""
+    inference: dict[str, Any] | None = None
+    """Keys merged into the sheet's inference block (null: no inference block)."""
+    training: dict[str, Any] | None = None
+    """Keys merged into the sheet's training block (null: no training block)."""
+    placement: dict[str, Any] | None = None
+    """Keys merged into the sheet's placement block."""
+    stack: dict[str, Any] | None = None
+    """Keys merged into the sheet's stack block."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.fullmatch(_VARIANT_NAME, value):
+            raise ValueError("expected a name of letters, digits, '.', '_' or '-' (at most 64, "
+                             f"starting with a letter or digit), got {shown(value)}")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in data:
+                if key in CAMPAIGN_KEYS:
+                    raise _FieldProblem(str(key), data[key], "is the campaign's: a variant may "
+                                        f"not override it (it overrides {', '.join(VARIANT_KEYS)})")
+                if key != "name" and key not in VARIANT_KEYS:
+                    raise _FieldProblem(str(key)[:40], data[key], "is not a key a variant "
+                                        f"overrides (expected name and any of "
+                                        f"{', '.join(VARIANT_KEYS)})")
+        return data
+
+
+def _merged(base: Any, override: Any) -> Any:
+    """``override`` merged into ``base``: mappings deeply, anything else (lists included)
+    replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = _merged(base[key], value) if key in base else value
+        return out
+    return override
+
+
+def _variant_input(sheet: "Sheet", variant: Variant) -> dict[str, Any]:
+    """The mapping a variant's whole sheet is validated from: the sheet's keys as the user set
+    them (validated blocks passed as they are; the reserve as exact bytes), each overridden key
+    merged."""
+    data: dict[str, Any] = {}
+    for key in sheet.model_fields_set - {"variants"}:
+        value = getattr(sheet, key)
+        data[key] = f"{value} B" if key == "reserve" else value
+    for key in variant.model_fields_set - {"name"}:
+        value = getattr(variant, key)
+        if value is None:
+            data.pop(key, None)  # `inference: null`: the variant has no such block
+            continue
+        base = data.get(key)
+        if isinstance(base, BaseModel):
+            base = base.model_dump(exclude_unset=True)
+        data[key] = _merged(base, value) if isinstance(value, dict) else value
+    return data
+
+
 class Sheet(_Block):
     """One workload sheet (R1). It stays fixed while offers are compared."""
 
@@ -677,6 +783,10 @@ class Sheet(_Block):
     """The measurement ladder's middle rung."""
     stack: Stack = Stack()
     """The software versions and training framework the workload runs on."""
+    variants: Annotated[list[Variant], Field(max_length=MAX_VARIANTS)] = []
+    """A campaign (R15): workloads that differ from this sheet in the keys each variant names;
+    model, quality, budget and requirements are the campaign's. Never part of sheet_sha256:
+    each variant has its own (:func:`campaign_sheets`)."""
 
     HASHED_WHEN_SET = frozenset({"stack"})
 
@@ -834,7 +944,9 @@ def parse_sheet(data: Any, *, file: str | None = None) -> Sheet:
                          "control or bidi characters", field=unsafe[0], file=file)
     data = resolve_framework(data)   # stack.framework's documented defaults (sheet_presets)
     try:
-        return Sheet.model_validate(data)
+        sheet = Sheet.model_validate(data)
+        campaign_sheets(sheet, file=file)  # each variant is a whole sheet: refused here
+        return sheet
     except ValidationError as exc:
         errors = exc.errors()
         problems = []   # (dotted path, what is wrong with the value shown, value)
@@ -905,6 +1017,7 @@ def canonical_json(sheet: Sheet) -> str:
     """The validated sheet as canonical JSON: defaults filled in, memory sizes as integer bytes,
     sorted keys, no spaces (CONTRACT.md, evidence files)."""
     data = _hashed(sheet)
+    data.pop("variants", None)  # a campaign's variants each hash as their own sheet
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -971,3 +1084,32 @@ def required_dimensions(sheet: Sheet) -> dict[str, int]:
         t = sheet.training
         return {"sequence_length": t.sequence_length, "microbatch": t.microbatch}
     return {}
+
+
+def campaign_sheets(sheet: Sheet, *, file: str | None = None) -> list[tuple[str, Sheet]]:
+    """A campaign's workloads as whole sheets (CONTRACT.md ``variants``, R15):
+    ``[("base", the sheet without its variants), (name, merged sheet), ...]`` in the sheet's
+    order; ``[("base", sheet)]`` without variants. Each is validated with every rule of a
+    sheet, so each has its own :func:`sheet_sha256` (evidence counts per variant).
+
+    Raises:
+        SheetError: a duplicate or reserved name, or a variant whose merged sheet is invalid
+            (the field is ``variants.<name>.<field>``).
+    """
+    base = sheet.model_copy(update={"variants": []}) if sheet.variants else sheet
+    out: list[tuple[str, Sheet]] = [(BASE_VARIANT, base)]
+    seen = {BASE_VARIANT}
+    for v in sheet.variants:
+        where = f"variants.{v.name}"
+        if v.name in seen:
+            raise SheetError("each variant needs its own name ('base' is the sheet's own "
+                             "workload)", file=file, field=f"{where}.name", value=v.name)
+        seen.add(v.name)
+        try:
+            merged = parse_sheet(_variant_input(base, v), file=file)
+        except SheetError as exc:
+            raise SheetError(exc.reason, file=file,
+                             field=f"{where}.{exc.field}" if exc.field else where,
+                             value=exc.value) from None
+        out.append((v.name, merged))
+    return out

@@ -149,6 +149,15 @@ class _NvlinkFact(_FactIn):
         return value
 
 
+class _PeakIn(_FactIn):
+    """Peak dense tensor-core throughput per dtype, 10**12 operations per second."""
+    bf16: float | None = Field(None, gt=0)
+    fp16: float | None = Field(None, gt=0)
+    fp8: float | None = Field(None, gt=0)
+    int8: float | None = Field(None, gt=0)
+    fp4: float | None = Field(None, gt=0)
+
+
 class _CardIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
@@ -161,6 +170,7 @@ class _CardIn(BaseModel):
     bandwidth_gb_s: _BandwidthFact
     compute_capability: _CapabilityFact
     nvlink: _NvlinkFact
+    peak_dense_tflops: _PeakIn | None = None
 
 
 class _UnlistedIn(BaseModel):
@@ -204,7 +214,17 @@ def _to_card(raw: _CardIn) -> Card:
         nvlink=_fact(raw.nvlink, raw.nvlink.value),
         arch=raw.arch,
         memory_type=raw.memory_type,
+        peak_dense_tflops=_peaks(raw.peak_dense_tflops),
     )
+
+
+def _peaks(raw: _PeakIn | None) -> tuple[tuple[str, Fact], ...]:
+    """``peak_dense_tflops`` as ``(dtype, Fact)`` pairs sharing the entry's source and status."""
+    if raw is None:
+        return ()
+    return tuple((dtype, _fact(raw, float(getattr(raw, dtype))))
+                 for dtype in ("bf16", "fp16", "fp8", "int8", "fp4")
+                 if getattr(raw, dtype) is not None)
 
 
 def _index_key(key: str, owner: str, taken: dict[str, str], file: str) -> None:

@@ -29,7 +29,7 @@ HOURS_PER_DAY = 24
 CONTRACT_KEYS: tuple[str, ...] = (
     "id", "provider", "card", "cards", "days", "total_usd", "usd_per_hour", "available_from",
     "available_until", "host_ram", "storage", "interconnect", "environment", "spot", "document",
-    "version",
+    "version", "cloud", "region", "instance_type",
 )
 
 
@@ -68,6 +68,9 @@ class OfferRow(BaseModel):
     spot: bool = False
     document: str | None = None
     version: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
 
     @field_validator(*_NUMBER_BOUNDS, mode="before")
     @classmethod
@@ -162,6 +165,9 @@ def _to_offer(row: OfferRow, *, row_number: int, document: str | None) -> Offer:
         document=row.document or document,
         version=row.version,
         notes=tuple(notes),
+        cloud=row.cloud,
+        region=row.region,
+        instance_type=row.instance_type,
     )
 
 

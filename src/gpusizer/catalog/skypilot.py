@@ -306,7 +306,8 @@ class _Reader:
                       days=self.days, host_ram_bytes=host_ram, interconnect=interconnect,
                       document=self.document, version=self.version,
                       catalog_memory_bytes=memory_bytes, region=region,
-                      canonical_card=canonical)
+                      canonical_card=canonical, cloud=self.provider,
+                      instance_type=instance_type)
         offer_id = self._unique_id(base_id, number)
         self.offers.append(Offer(id=offer_id, usd_per_hour=price, total_usd=self._total(price),
                         notes=tuple(notes + [self._price_note(price)]), **common))

@@ -45,6 +45,10 @@ class Card:
         nvlink: NVLink as a Fact (value str/bool).
         arch: architecture name (``"Ada"``).
         memory_type: ``"GDDR6X"``, ``"HBM3"``…
+        peak_dense_tflops: ``(dtype, Fact)`` pairs: peak dense tensor-core throughput in
+            10**12 operations per second for ``bf16``, ``fp16``, ``fp8``, ``int8``, ``fp4``
+            where the card has it (the vendor's datasheet in each Fact's source); empty when
+            unknown. :meth:`peak_tflops` reads one.
     """
 
     name: str
@@ -57,6 +61,12 @@ class Card:
     nvlink: Fact
     arch: str
     memory_type: str
+    peak_dense_tflops: tuple[tuple[str, Fact], ...] = ()
+
+    def peak_tflops(self, dtype: str) -> Fact | None:
+        """The card's peak dense throughput for ``dtype`` (TFLOPS or TOPS), or None when the
+        table does not give it."""
+        return dict(self.peak_dense_tflops).get(dtype)
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,9 @@ class Offer:
             to report disagreements with the card table.
         region: where the lot is, if given.
         notes: what the reader did with the row (price arithmetic, how the card was decided).
+        cloud, instance_type: what ``gpusizer launch`` asks SkyPilot for (a SkyPilot catalog's
+            provider and InstanceType, or the catalog's own ``cloud`` / ``instance_type`` keys),
+            or None; no criterion reads them.
         canonical_card: the card table's name when the reader decided the card from more than
             ``card`` (e.g. a SkyPilot instance type ``1x-H100_SXM-…`` for ``card`` ``H100``);
             None: resolve ``card`` (with ``catalog_memory_bytes``), see
@@ -107,3 +120,5 @@ class Offer:
     region: str | None = None
     notes: tuple[str, ...] = field(default=())
     canonical_card: str | None = None
+    cloud: str | None = None
+    instance_type: str | None = None

@@ -15,6 +15,7 @@ from ..memory.fit_rule import FitJudgement
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
+from .campaign import Campaign
 from .criteria import Criterion
 from .invalidators import Invalidator
 from .verdict import OfferDecision
@@ -58,3 +59,5 @@ class PlanResult:
     """``plan --simulate``: per canonical card name, the simulation under its rules."""
     invalidator_details: list[Invalidator] = field(default_factory=list)
     """``invalidators`` as records (what changes, by how much, its effect on the peak)."""
+    campaign: Campaign | None = None
+    """A sheet with variants: which variants each offer covers (``pipeline.campaign``)."""

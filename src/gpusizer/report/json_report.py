@@ -11,11 +11,13 @@ from ..memory.engines import PoolSplit
 from ..memory.fit_rule import FitJudgement
 from ..memory.items import Item, MemoryEstimate, Phase
 from ..model.facts import ModelFacts
+from ..decision.campaign import Campaign
 from ..decision.results import EstimateResult, PlanResult
+from ..decision.throughput import measured_decode_tokens_per_s, offer_throughput
 from ..decision.verdict import judgement_of
 from ..sheet import Sheet
 
-__all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
+__all__ = ["campaign_dict", "memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
            "dumps", "POOL_ALIAS"]
 
 REGISTRY_NOTE = "gpusizer bundled registry (src/gpusizer/data/registry), version " + __version__
@@ -204,6 +206,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             "criteria": {k: {"state": c.state, "reason": c.reason, "condition": c.condition,
                              "evidence": list(c.evidence)} for k, c in d.criteria.items()},
             "verdict": d.verdict, "rank": d.rank, "provisional_rank": d.provisional_rank,
+            "throughput": _throughput(r, d),
         })
     return {
         "schema_version": SCHEMA_VERSION,
@@ -228,7 +231,40 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
              "card_bytes": x.card_bytes, "relative_difference": round(x.relative_difference, 4)}
             for x in r.discrepancies],
         **({"simulations": _simulations(r.simulations)} if r.simulations else {}),
+        **({"campaign": campaign_dict(r.campaign)} if r.campaign is not None else {}),
     }
+
+
+def _throughput(r: PlanResult, d) -> dict[str, Any] | None:
+    """CONTRACT.md's ``offers[].throughput`` (``decision.throughput``): labelled bounds, never an
+    order; null without a card or estimate, or for a lot short of the placement's GPUs."""
+    if d.card is None or d.estimate is None or d.offer.cards < r.sheet.placement.gpus:
+        return None
+    measured = measured_decode_tokens_per_s(r.evidence.docs, d.card)
+    t = offer_throughput(r.sheet, r.facts, d.card, d.estimate, total_usd=d.total_usd,
+                         days=d.days, measured=None if measured is None else measured[0])
+
+    def rounded(x: float | None, digits: int) -> float | None:
+        return None if x is None else round(x, digits)
+    return {"decode_tokens_per_s_bound": rounded(t.decode_tokens_per_s_bound, 1),
+            "usd_per_million_tokens_bound": rounded(t.usd_per_million_tokens_bound, 4),
+            "prefill_seconds_bound": rounded(t.prefill_seconds_bound, 4),
+            "training_days_bound": rounded(t.training_days_bound, 3),
+            "measured_decode_tokens_per_s": t.measured_decode_tokens_per_s,
+            "measured_source": None if measured is None else measured[1],
+            "source": t.source}
+
+
+def campaign_dict(c: Campaign) -> dict[str, Any]:
+    """CONTRACT.md's compact ``campaign`` block: per variant its hash and peaks, per offer the
+    variants it covers (no reason text: the variant's own plan, ``--variant NAME``, has them)."""
+    return {"variants": [{"name": v.name, "sheet_sha256": v.sheet_sha256,
+                          "peak_bytes": v.peak_bytes, "device_peak_bytes": v.device_peak_bytes}
+                         for v in c.variants],
+            "offers": [{"id": o.id, "covers": list(o.covers),
+                        "total_usd": None if o.total_usd is None else round(o.total_usd, 2)}
+                       for o in c.offers],
+            "cheapest_covering": c.cheapest_covering}
 
 
 def _simulations(sims: dict) -> dict[str, Any]:

@@ -200,6 +200,24 @@ class OfferMemory(_Out):
     notes: list[str]
 
 
+class ThroughputOut(_Out):
+    """CONTRACT.md ``offers[].throughput``: labelled bounds per lot at the sheet's concurrency
+    (``decision.throughput``); never used to order offers (R3)."""
+
+    decode_tokens_per_s_bound: float | None = Field(
+        description="generated tokens/s at most: bandwidth ÷ bytes read per step")
+    usd_per_million_tokens_bound: float | None = Field(
+        description="USD per million generated tokens at least, at the decode bound")
+    prefill_seconds_bound: float | None = Field(
+        description="seconds to prefill the prompts at least: FLOPs ÷ peak")
+    training_days_bound: float | None = Field(
+        description="days for training.dataset_tokens × epochs at training.mfu (6 N T FLOPs)")
+    measured_decode_tokens_per_s: float | None = Field(
+        None, description="a measured figure from evidence (decode_tokens_per_s), beside it")
+    measured_source: str | None = Field(None, description="the evidence document it came from")
+    source: str = Field(description="the formulas and card facts used")
+
+
 class OfferOut(_Out):
     """One classified offer (``offers[]``)."""
 
@@ -232,6 +250,8 @@ class OfferOut(_Out):
     rank: int | None = Field(description="order of selected offers (R3)")
     provisional_rank: int | None = Field(
         description="order of conditional offers estimated to fit, labelled provisional")
+    throughput: ThroughputOut | None = Field(
+        None, description="speed bounds (null without a card the table describes)")
 
 
 class Change(_Out):
@@ -317,6 +337,34 @@ class SimulateOutput(EstimateOutput):
                                                    "estimate")
 
 
+class CampaignVariantOut(_Out):
+    """One variant of a campaign (``campaign.variants[]``)."""
+
+    name: str = Field(description="the variant's name; `base` is the sheet's own workload")
+    sheet_sha256: str = Field(description="SHA-256 of the variant's whole sheet (its evidence)")
+    peak_bytes: int | None = Field(description="estimated peak allocated per GPU, no card rules")
+    device_peak_bytes: int | None = Field(description="the same with non-PyTorch items")
+
+
+class CampaignOfferOut(_Out):
+    """One offer's coverage (``campaign.offers[]``); no reason text (``--variant NAME``)."""
+
+    id: str
+    covers: list[str] = Field(description="variants it covers: not excluded there and "
+                                          "estimated_fit `fits`")
+    total_usd: float | None = Field(description="the lot's total, as in offers[]")
+
+
+class CampaignOut(_Out):
+    """A sheet with variants (CONTRACT.md ``campaign``)."""
+
+    variants: list[CampaignVariantOut]
+    offers: list[CampaignOfferOut] = Field(description="by variants covered (most first), then "
+                                                       "total USD, then catalog order")
+    cheapest_covering: str | None = Field(description="the cheapest offer covering every "
+                                                      "variant; null when none does")
+
+
 class PlanOutput(_Versioned):
     """``gpusizer plan --format json`` (CONTRACT.md "JSON output")."""
 
@@ -335,6 +383,8 @@ class PlanOutput(_Versioned):
     evidence: EvidenceUse
     catalog_discrepancies: list[Discrepancy]
     simulations: dict[str, Any] | None = Field(None, description="plan --simulate: per card")
+    campaign: CampaignOut | None = Field(None, description="a sheet with variants only: which "
+                                                           "variants each offer covers")
 
 
 class FitLimit(_Out):

@@ -19,6 +19,8 @@ from typing import Any
 
 from ..memory.engines import ENGINES
 from ..units import fmt_gib
+from .campaign_table import campaign_answer, campaign_details, campaign_sections
+from .throughput_table import throughput_sections
 from .offer_words import View, cost_key, fit_state_text, fit_words, shown_offers, unknown_why
 from .sections import CRITERIA, Section, header_lines
 
@@ -88,6 +90,12 @@ def _best(doc: dict[str, Any]) -> dict[str, Any] | None:
 def answer_lines(doc: dict[str, Any]) -> list[str]:
     """The answer (R3): the cheapest offer estimated to fit and what is left to confirm on it,
     or that none fits and why."""
+    if "campaign" in doc:  # a campaign's answer leads; the base workload's follows
+        return [campaign_answer(doc)] + _answer_lines(doc)
+    return _answer_lines(doc)
+
+
+def _answer_lines(doc: dict[str, Any]) -> list[str]:
     offers = doc["offers"]
     if not offers:
         return ["Answer: no offer to judge (the catalogs gave none)."]
@@ -270,7 +278,8 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
                   "-" if o["headroom_bytes"] is None else fmt_gib(o["headroom_bytes"]),
                   _open_cell(o, shared)) for o in offers)
     lines = (f"{label}. A provisional rank is not a selection; prices say nothing about speed.",)
-    out = [Section("Workload", lines=tuple(_workload_lines(doc))), _memory_section(doc),
+    out = campaign_sections(doc)  # a campaign's table first (none without variants)
+    out += [Section("Workload", lines=tuple(_workload_lines(doc))), _memory_section(doc),
            Section("Offers", ("offer", "card × cards", "total USD", "verdict (p: provisional)",
                               "estimated fit", "headroom (GiB/GPU)", "open conditions"),
                    rows, lines)]
@@ -289,7 +298,7 @@ def page_one_sections(doc: dict[str, Any], view: View = View()) -> list[Section]
 
 def details_lists(doc: dict[str, Any]) -> list[Section]:
     """The whole lists that page one shortens (more than :data:`LISTED` lines), for Details."""
-    out = []
+    out = campaign_details(doc) + throughput_sections(doc)
     for title, lines in (("What could invalidate this conclusion (all)", invalidator_lines(doc)),
                          ("Measurement conditions (all)", measurement_lines(doc))):
         if len(lines) > LISTED:
