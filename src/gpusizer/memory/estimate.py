@@ -24,6 +24,7 @@ from .kv_cache import kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
+from .recurrent_state import recurrent_state_bytes
 from .training import TrainingSummary, training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
@@ -245,6 +246,7 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     items = [Item("kv_cache", kv_full_item, "estimated", ("prefill", "decode"), kv_src,
                   kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
                   phase_bytes=phase_bytes)]
+    items += _recurrent_state_items(facts, sequences=seqs, dtype_bytes=b, share=share)
     kernel = engine.attention_kernel(plan.rules.attention)
     items.append(engine.prefill_working(facts, inference=inf, share=share, dtype_bytes=b,
                                         kernel=kernel, weights_format=plan.runs))
@@ -257,6 +259,25 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                       WORKING_SOURCE, f"kernel {kernel}; " + decode.formula))
     items += engine.decode_transients(facts, inference=inf, kv_bytes=kv_full, layer_fraction=lf)
     return items, kv_full, layout
+
+
+def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: int,
+                           share: Share) -> list[Item]:
+    """The ``recurrent_state`` item of a model with Mamba / linear-attention layers (none
+    otherwise): made by the first prefill step, held to the end (transformers keeps every
+    layer's state; ``memory/recurrent_state.py``)."""
+    st = recurrent_state_bytes(facts, dtype_bytes=dtype_bytes, sequences=sequences,
+                               tp=share.tp)
+    if st is None:
+        return []
+    lf = share.layer_fraction
+    size = int(Fraction(st.total_bytes) * lf)
+    return [Item("recurrent_state", size, "estimated", ("prefill", "decode"),
+                 "per-sequence conv + SSM / delta-rule states (gpusizer/memory/recurrent_state.py:"
+                 " transformers cache_utils.LinearAttentionLayer; fp32 states of mamba_ssm and "
+                 "flash-linear-attention)",
+                 st.description + f": conv {st.conv_bytes} B + state {st.state_bytes} B"
+                 + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))]
 
 
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,

@@ -48,7 +48,7 @@ def required_phases(sheet: Sheet) -> tuple[str, ...]:
 
 ItemName = Literal[
     "weights", "quantization_metadata", "lora_adapters", "prepare_kbit_upcast", "rotary_cache",
-    "buffers", "kv_cache", "gradients", "optimizer_states", "optimizer_states_paged",
+    "buffers", "kv_cache", "recurrent_state", "gradients", "optimizer_states", "optimizer_states_paged",
     "ddp_gradient_buckets", "cuda_context", "cublas_workspace", "nccl_buffers",
     "allocator_slack", "load_conversion_transient", "prefill_working", "decode_working",
     "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
@@ -87,6 +87,7 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "rotary_cache": ItemKind(_T, "state"),
     "buffers": ItemKind(_T, "state"),
     "kv_cache": ItemKind(_T, "state", "KV cache"),
+    "recurrent_state": ItemKind(_T, "state", "recurrent state"),
     "gradients": ItemKind(_T, "state", "gradients"),
     "optimizer_states": ItemKind(_T, "state", "optimizer states"),
     "optimizer_states_paged": ItemKind(_N, "state"),

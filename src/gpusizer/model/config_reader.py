@@ -101,6 +101,14 @@ class ConfigReader:
             return None
         return self._check_int(key, value, minimum)
 
+    def optional_int_or_auto(self, key: str, auto: int) -> int:
+        """An integer; ``auto`` (the value transformers derives) when absent, null or the string
+        ``"auto"`` (Jamba's ``mamba_dt_rank``, Mamba-2's ``time_step_rank``)."""
+        value = self._raw(key)
+        if value is _MISSING or value is None or value == "auto":
+            return auto
+        return self._check_int(key, value, 1)
+
     def flag(self, key: str, default: bool) -> bool:
         """A boolean; ``default`` (transformers' config default) when absent or null."""
         value = self._raw(key)

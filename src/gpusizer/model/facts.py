@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # architecture.py imports this module's value types
     from .architecture import Architecture
 
 __all__ = ["ParamRole", "ParamGroup", "ModuleRole", "MODULE_ROLES", "LinearModule",
-           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "ModelFacts",
+           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState", "ModelFacts",
            "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
@@ -93,11 +93,12 @@ name, so a family whose projection is called ``Wqkv`` is sized like Llama's ``q_
 
 MODULE_ROLES: frozenset[str] = frozenset(get_args(ModuleRole))
 
-PositionKind = Literal["rope", "learned", "alibi"]
+PositionKind = Literal["rope", "learned", "alibi", "none"]
 """How a model encodes positions: ``rope`` (rotary, Su et al. 2021; an engine may cache cos/sin
 tables), ``learned`` (absolute position embeddings, a parameter: GPT-2 ``wpe``), ``alibi``
 (attention biases, Press et al. 2022: neither a parameter nor a rotary cache; Falcon with
-``alibi: true``)."""
+``alibi: true``), ``none`` (no position signal at all: Mamba-2's recurrence orders the
+tokens)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,37 @@ class MoeDims:
     expert_intermediate_size: int
     num_shared_experts: int
     moe_layers: int
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """The per-sequence state of one kind of Mamba / linear-attention layer (not per token).
+
+    transformers 5.24 keeps it in ``cache_utils.LinearAttentionLayer``: ``conv_states`` of shape
+    ``[batch, conv_channels, conv_kernel]`` in the activations' dtype (``update_conv_state``
+    keeps the last ``conv_kernel`` inputs of the causal convolution) and ``recurrent_states``
+    (the SSM or delta-rule state, ``state_elements`` per sequence) in ``state_dtype``.
+
+    Attributes:
+        kind: ``"mamba"`` (Mamba-1 selective scan: intermediate × d_state), ``"mamba2"`` (SSD:
+            heads × head_dim × d_state) or ``"gated_delta_net"`` (value heads × k_head_dim ×
+            v_head_dim).
+        layers: decoder layers holding this state.
+        conv_channels: channels of the causal convolution per layer.
+        conv_kernel: its width (``conv_kernel`` / ``mamba_d_conv`` / ``linear_conv_kernel_dim``).
+        state_elements: elements of the recurrent state per layer per sequence.
+        state_dtype: torch dtype name of the recurrent state: ``"float32"`` where the GPU kernel
+            returns it in fp32 (mamba_ssm ``_state_passing_fwd`` / ``selective_scan_cuda``,
+            flash-linear-attention ``chunk_gated_delta_rule``), ``"compute"`` for the
+            activations' dtype.
+    """
+
+    kind: str
+    layers: int
+    conv_channels: int
+    conv_kernel: int
+    state_elements: int
+    state_dtype: str = "float32"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,8 +15,8 @@ from types import ModuleType
 
 from ...errors import UnknownArchitectureError, shown
 from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4,
-               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, llama4_text, mistral, mixtral, olmo2, phi3, phimoe,
-               qwen2, qwen3, qwen3_moe, starcoder2)
+               glm4_moe, gpt2, gpt_neox, gpt_oss, jamba, llama, llama4_text, mamba2, mistral, mixtral,
+               olmo2, phi3, phimoe, qwen2, qwen3, qwen3_moe, qwen3_next, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
 
@@ -44,6 +44,9 @@ FAMILIES: dict[str, ModuleType] = {
     "glm4_moe": glm4_moe,
     "phimoe": phimoe,
     "llama4_text": llama4_text,
+    "mamba2": mamba2,
+    "jamba": jamba,
+    "qwen3_next": qwen3_next,
 }
 """config.json ``model_type`` → family module."""
 

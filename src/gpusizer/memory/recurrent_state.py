@@ -1,0 +1,89 @@
+"""Per-sequence states of Mamba and linear-attention layers: bytes per GPU, beside the KV cache.
+
+A state-space or linear-attention layer caches no keys or values: it holds, per sequence and
+whatever the length, the last inputs of its causal convolution and one recurrent state.
+
+Sources:
+- transformers 5.24 ``cache_utils.LinearAttentionLayer`` (the cache every hybrid of 5.24 uses:
+  Mamba-2, Jamba, Qwen3-Next, Falcon-H1, Nemotron-H, Granite 4.0 hybrid): ``conv_states`` is
+  ``zeros((*conv_input.shape[:-1], conv_kernel_size))`` in the convolution input's dtype, i.e.
+  ``[batch, conv_channels, conv_kernel]`` in the compute dtype (``update_conv_state`` keeps the
+  last ``conv_kernel`` columns); ``recurrent_states`` is ``zeros_like`` of the state the scan
+  returns.
+- The recurrent state's dtype follows the GPU kernel: fp32 for Mamba-2's SSD
+  (state-spaces/mamba @ e9594ce ``mamba_ssm/ops/triton/ssd_state_passing.py``
+  ``_state_passing_fwd``: ``final_states = torch.empty(..., dtype=torch.float32)``), for
+  Mamba-1's selective scan (``csrc/selective_scan/selective_scan.cpp``: ``x`` in the weight
+  type, fp32 ``A``; ``selective_scan_interface.py`` ``last_state = x[:, :, -1, 1::2]``) and for
+  the gated delta rule (fla-org/flash-linear-attention @ bc3b101 ``fla/ops/common/
+  chunk_delta_h.py``: ``final_state = k.new_zeros(N, HV, K, V, dtype=torch.float32)``). The
+  torch fallbacks transformers runs without those kernels return fp32 too (``mamba2_chunk_scan``
+  and ``torch_chunk_gated_delta_rule`` compute in ``float()``), so simulate's figure is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.facts import ModelFacts
+
+__all__ = ["StateBytes", "recurrent_state_bytes"]
+
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """The recurrent states of all sequences on one GPU.
+
+    Attributes:
+        conv_bytes: the convolution states (bytes).
+        state_bytes: the SSM / delta-rule states (bytes).
+        description: the formula with this model's numbers.
+    """
+
+    conv_bytes: int
+    state_bytes: int
+    description: str
+
+    @property
+    def total_bytes(self) -> int:
+        """Both kinds of state together (bytes)."""
+        return self.conv_bytes + self.state_bytes
+
+
+def recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int,
+                          tp: int = 1, conv_tokens_less: int = 0) -> StateBytes | None:
+    """Bytes of the per-sequence states of the model's Mamba / linear-attention layers.
+
+    Per kind of layer: ``layers × sequences × (conv_channels × (conv_kernel − conv_tokens_less)
+    × dtype_bytes + state_elements × state bytes)``, channels and state elements split over
+    ``tp`` ranks (heads are sharded).
+
+    Args:
+        facts: the model (``facts.architecture.recurrent``).
+        dtype_bytes: bytes of the compute dtype (the convolution state's, and a ``"compute"``
+            recurrent state's).
+        sequences: sequences held at once.
+        tp: tensor-parallel ranks.
+        conv_tokens_less: columns of the convolution window an engine does not keep (vLLM's
+            ``MambaSpec`` keeps ``conv_kernel − 1``; transformers keeps all: 0).
+
+    Returns:
+        A :class:`StateBytes`, or None when the model has no such layer.
+    """
+    kinds = facts.architecture.recurrent
+    if not kinds:
+        return None
+    conv = state = 0
+    parts = []
+    for k in kinds:
+        width = k.conv_kernel - conv_tokens_less
+        state_b = FP32_BYTES if k.state_dtype == "float32" else dtype_bytes
+        channels, elements = k.conv_channels // tp, k.state_elements // tp
+        conv += k.layers * sequences * channels * width * dtype_bytes
+        state += k.layers * sequences * elements * state_b
+        parts.append(f"{k.layers} {k.kind} layer(s) × {sequences} sequence(s) × (conv "
+                     f"{channels} channels × {width} × {dtype_bytes} B + state {elements} × "
+                     f"{state_b} B)")
+    return StateBytes(conv, state, "; ".join(parts) + (f", over {tp} ranks" if tp > 1 else ""))
