@@ -45,6 +45,24 @@ CONFIGS = {
                        linear_num_value_heads=8, linear_num_key_heads=4, linear_key_head_dim=32,
                        linear_value_head_dim=32, mlp_only_layers=[0],
                        layer_types=["linear_attention", "full_attention"]),
+    # Mamba-2 + MoE (4 experts, non-gated) + attention + relu² MLP, one layer each
+    "nemotron_h": dict(layers_block_type=["linear_attention", "moe", "full_attention", "mlp"],
+                       hidden_size=256, num_attention_heads=8, num_key_value_heads=4,
+                       head_dim=32, intermediate_size=512, mamba_num_heads=8, mamba_head_dim=64,
+                       n_groups=2, ssm_state_size=16, n_routed_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=128, moe_shared_expert_intermediate_size=128,
+                       vocab_size=1000),
+    # attention and Mamba-2 side by side in both layers
+    "falcon_h1": dict(num_hidden_layers=2, hidden_size=256, num_attention_heads=8,
+                      num_key_value_heads=4, intermediate_size=512, mamba_d_ssm=512,
+                      mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16, vocab_size=1000),
+    # a Mamba-2 layer and an attention layer, each with 4 experts and the shared MLP
+    "granitemoehybrid": dict(num_hidden_layers=2, layer_types=["mamba", "attention"],
+                             hidden_size=256, num_attention_heads=8, num_key_value_heads=4,
+                             intermediate_size=512, shared_intermediate_size=256,
+                             mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16,
+                             vocab_size=1000, num_local_experts=4,
+                             position_embedding_type="rope"),
 }
 PROMPT, SEQS = 64, 2
 
@@ -86,10 +104,11 @@ def test_mamba2_parameters_by_hand():
     assert arch.full_attention_layers == 0 and arch.positions == "none"
 
 
-@pytest.mark.parametrize("family", ["jamba", "qwen3_next"])
+@pytest.mark.parametrize("family", ["jamba", "qwen3_next", "granitemoehybrid"])
 def test_lora_all_linear_equals_peft(family):
-    """PEFT refuses ``all-linear`` on Mamba-2 (``out_proj`` and ``conv1d`` are incompatible with
-    Mamba-based models in peft 0.21), so only the hybrids are checked."""
+    """PEFT refuses ``all-linear`` on Mamba-2, Nemotron-H and Falcon-H1 (``out_proj`` and
+    ``conv1d`` are incompatible with Mamba-based models in peft 0.21), so only the others are
+    checked."""
     config, d = _config(family)
     wrapped = peft.get_peft_model(_meta_model(config),
                                   peft.LoraConfig(r=8, target_modules="all-linear"))
@@ -150,8 +169,14 @@ def test_simulate_states_and_weights(family, tmp_path):
     items = {(i["item"], i["phase"]): i for i in r.comparison["items"]}
     state = items[("recurrent_state", "decode")]
     assert state["difference_bytes"] == 0 and state["simulated_bytes"] > 0
-    params = list(_meta_model(config).parameters())
-    booked = sum(_allocator_bytes(2 * p.numel()) for p in params)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    params = list(model.parameters())
+    booked = sum(_allocator_bytes(p.numel() * p.element_size()) for p in params)
+    # Nemotron-H keeps its router in fp32 (_keep_in_fp32_modules_strict); the arithmetic, as for
+    # DeepSeek-V3 and GLM-4.5, counts it in the weight dtype: 4 experts × 256 × 2 B less
+    kept_fp32 = sum(p.numel() for p in params if p.dtype == torch.float32)
+    assert kept_fp32 == (4 * 256 if family == "nemotron_h" else 0)
     for phase in ("load", "prefill", "decode"):
         w = items[("weights", phase)]
         assert w["simulated_bytes"] == booked

@@ -109,6 +109,19 @@ class ConfigReader:
             return auto
         return self._check_int(key, value, 1)
 
+    def optional_str(self, key: str) -> str | None:
+        """A string (Nemotron-H's ``hybrid_override_pattern``), or None when absent or null.
+
+        Raises:
+            ModelError: the value is not a string.
+        """
+        value = self._raw(key)
+        if value is _MISSING or value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {shown(value)}", value)
+        return value
+
     def flag(self, key: str, default: bool) -> bool:
         """A boolean; ``default`` (transformers' config default) when absent or null."""
         value = self._raw(key)

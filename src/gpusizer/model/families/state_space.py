@@ -57,15 +57,20 @@ class Mixer:
 
 
 def mamba2_mixer(hidden: int, *, heads: int, head_dim: int, groups: int, d_state: int,
-                 conv_kernel: int, bias: bool, conv_bias: bool) -> Mixer:
+                 conv_kernel: int, bias: bool, conv_bias: bool, out_bias: bool | None = None,
+                 gated_norm: bool = True) -> Mixer:
     """Mamba-2's SSD mixer (``Mamba2Mixer``; see the module docstring). State per sequence:
-    conv ``I + 2·G·N`` channels × kernel, SSM ``heads × head_dim × d_state`` in fp32."""
+    conv ``I + 2·G·N`` channels × kernel, SSM ``heads × head_dim × d_state`` in fp32.
+    ``out_bias``: the output projection's bias when it differs from ``bias`` (Falcon-H1
+    ``projectors_bias``); ``gated_norm``: False without the gated RMSNorm (Falcon-H1
+    ``mamba_rms_norm: false``)."""
     inner = heads * head_dim
     conv = inner + 2 * groups * d_state
     linears = (Linear(inner + conv + heads, hidden, bias, "in_proj", role="attention_in"),
-               Linear(hidden, inner, bias, "out_proj", role="attention_out"))
+               Linear(hidden, inner, bias if out_bias is None else out_bias, "out_proj",
+                      role="attention_out"))
     other = conv * conv_kernel + (conv if conv_bias else 0) + 3 * heads
-    return Mixer(linears, other, inner,
+    return Mixer(linears, other, inner if gated_norm else 0,
                  RecurrentState("mamba2", 1, conv, conv_kernel, heads * head_dim * d_state))
 
 
@@ -103,7 +108,8 @@ class HybridSpec:
     """A hybrid model's module shapes, layer by layer.
 
     Attributes:
-        mixers: per layer ``"attention"``, ``"mixer"`` or ``""`` (no token mixer).
+        mixers: per layer ``"attention"``, ``"mixer"``, ``"both"`` (attention and a mixer side
+            by side: Falcon-H1) or ``""`` (no token mixer).
         ffn: per layer ``"dense"``, ``"moe"`` or ``""`` (no feed-forward block).
         attention: one attention layer's matrices; ``attention_norm_elements`` its q/k norms.
         mixer: the recurrent mixer.
@@ -121,6 +127,10 @@ class HybridSpec:
             (``_MOE_TARGET_MODULE_MAPPING`` knows the model); False: the experts keep no
             ``converted_from`` names and ``all-linear`` leaves them and the router out, as
             ``get_peft_model`` does on Jamba.
+        moe_extra: other linears of a MoE block (Nemotron-H's latent ``fc1_latent_proj`` /
+            ``fc2_latent_proj``).
+        shared_path: the shared expert's module path in the layer when it is not inside the
+            MoE block (Granite 4.0 ``shared_mlp``); empty: ``<mlp_prefix>.<shared_name>``.
     """
 
     hidden_size: int
@@ -144,6 +154,8 @@ class HybridSpec:
     experts_per_token: int = 1
     gated_mlp: bool = True
     peft_converts_experts: bool = True
+    moe_extra: tuple[Linear, ...] = ()
+    shared_path: str = ""
 
 
 def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_heads: int,
@@ -155,7 +167,8 @@ def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_he
     recurrent states (``layers`` = the mixer layers)."""
     d, v = s.hidden_size, s.vocab_size
     n = len(s.mixers)
-    n_attn, n_mix = s.mixers.count("attention"), s.mixers.count("mixer")
+    n_attn = sum(1 for m in s.mixers if m in ("attention", "both"))
+    n_mix = sum(1 for m in s.mixers if m in ("mixer", "both"))
     n_dense, n_moe = s.ffn.count("dense"), s.ffn.count("moe")
     groups: list[ParamGroup] = [ParamGroup("embed_tokens", v * d, "embedding", 1, v, d, v * d,
                                            ((1, v, d),))]
@@ -172,6 +185,7 @@ def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_he
                                  per_tensor=e.count if e.stacked else 1)
         groups += _linear_groups("shared_experts", "linear", shared, n_moe)
         groups += _linear_groups("router", "router", (e.router,) + gate, n_moe)
+        groups += _linear_groups("moe_latent", "linear", s.moe_extra, n_moe)
     block_norms = sum(s.norms_of) if s.norms_of else n * s.layer_norm_elements
     norms = (block_norms + n_attn * s.attention_norm_elements + n_mix * s.mixer.norm_elements
              + s.final_norm_elements)
@@ -192,19 +206,21 @@ def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_he
     add(s.mlp_prefix, s.dense_mlp, n_dense)
     if e is not None and n_moe:
         *first, last = e.expert
+        stacked_in = "gate_up_proj" if len(first) > 1 else first[0].name
         for name, rows, cols, sources in (
-                ("gate_up_proj", sum(m.rows for m in first), first[0].cols, first),
+                (stacked_in, sum(m.rows for m in first), first[0].cols, first),
                 ("down_proj", last.rows, last.cols, (last,))):
             modules.append(LinearModule(f"{s.mlp_prefix}.experts.{name}", rows, cols, n_moe,
                                         "expert", e.count,
                                         converted_from=tuple(m.name for m in sources)
                                         if s.peft_converts_experts else ()))
-        add(f"{s.mlp_prefix}.{s.shared_name}", shared, n_moe,
+        add(s.shared_path or f"{s.mlp_prefix}.{s.shared_name}", shared, n_moe,
             {"mlp_in": "shared_expert_in", "mlp_out": "shared_expert_out"})
-        add(s.mlp_prefix, (e.router,) + gate, n_moe)
+        add(s.mlp_prefix, (e.router,) + gate + s.moe_extra, n_moe)
     modules.append(LinearModule("lm_head", v, d, 1, "lm_head"))
 
-    kinds = {"attention": FULL, "mixer": RECURRENT, "": NO_CACHE}
+    # a layer with both keeps keys and values (and its state, in ``recurrent``)
+    kinds = {"attention": FULL, "both": FULL, "mixer": RECURRENT, "": NO_CACHE}
     st = s.mixer.state
     recurrent = (RecurrentState(st.kind, n_mix, st.conv_channels, st.conv_kernel,
                                 st.state_elements, st.state_dtype),) if n_mix else ()
