@@ -181,3 +181,32 @@ def test_simulate_states_and_weights(family, tmp_path):
         w = items[("weights", phase)]
         assert w["simulated_bytes"] == booked
         assert w["estimate_bytes"] == 2 * sum(p.numel() for p in params)
+
+
+def _estimate_state(family: str, tmp_path, engine: str):
+    from gpusizer.memory.estimate import estimate_memory
+    _, d = _config(family)
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    sheet = parse_sheet({"model": {"path": str(tmp_path)}, "task": "inference",
+                         "weights": "bf16", "inference": {"prompt_tokens": PROMPT,
+                                                          "new_tokens": 4,
+                                                          "concurrency": SEQS,
+                                                          "engine": engine}})
+    return estimate_memory(sheet, resolve_facts(sheet)).item("recurrent_state")
+
+
+def test_vllm_keeps_conv_kernel_minus_one_columns(tmp_path):
+    """Mamba-2 under vLLM: MambaSpec pages of conv (4 − 1) × 576 and SSM 8 × 64 × 16 in bf16
+    (``mamba_ssm_cache_dtype`` auto = the model dtype), per layer and request; transformers: the
+    whole kernel width and an fp32 SSM state."""
+    per_layer = 3 * 576 * 2 + 8 * 64 * 16 * 2
+    assert _estimate_state("mamba2", tmp_path, "vllm").bytes == 2 * SEQS * per_layer
+    hf = _estimate_state("mamba2", tmp_path, "transformers").bytes
+    assert hf == 2 * SEQS * (4 * 576 * 2 + 8 * 64 * 16 * 4)
+
+
+def test_vllm_nemotron_h_ssm_state_in_fp32(tmp_path):
+    """Nemotron-H's config says ``mamba_ssm_cache_dtype: float32`` (the config class default):
+    vLLM keeps its one Mamba layer's SSM state in fp32."""
+    per_layer = 3 * 576 * 2 + 8 * 64 * 16 * 4
+    assert _estimate_state("nemotron_h", tmp_path, "vllm").bytes == SEQS * per_layer

@@ -24,7 +24,7 @@ from .kv_cache import kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
-from .recurrent_state import recurrent_state_bytes
+from .recurrent_state import recurrent_state_bytes, vllm_recurrent_state_bytes
 from .training import TrainingSummary, training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
@@ -246,7 +246,8 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     items = [Item("kv_cache", kv_full_item, "estimated", ("prefill", "decode"), kv_src,
                   kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
                   phase_bytes=phase_bytes)]
-    items += _recurrent_state_items(facts, sequences=seqs, dtype_bytes=b, share=share)
+    items += _recurrent_state_items(facts, sequences=seqs, dtype_bytes=b, share=share,
+                                    vllm=engine.name == "vllm")
     kernel = engine.attention_kernel(plan.rules.attention)
     items.append(engine.prefill_working(facts, inference=inf, share=share, dtype_bytes=b,
                                         kernel=kernel, weights_format=plan.runs))
@@ -262,12 +263,13 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
 
 
 def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: int,
-                           share: Share) -> list[Item]:
+                           share: Share, vllm: bool) -> list[Item]:
     """The ``recurrent_state`` item of a model with Mamba / linear-attention layers (none
     otherwise): made by the first prefill step, held to the end (transformers keeps every
-    layer's state; ``memory/recurrent_state.py``)."""
-    st = recurrent_state_bytes(facts, dtype_bytes=dtype_bytes, sequences=sequences,
-                               tp=share.tp)
+    layer's state; vLLM one ``MambaSpec`` page per layer and request;
+    ``memory/recurrent_state.py``)."""
+    rule = vllm_recurrent_state_bytes if vllm else recurrent_state_bytes
+    st = rule(facts, dtype_bytes=dtype_bytes, sequences=sequences, tp=share.tp)
     if st is None:
         return []
     lf = share.layer_fraction
@@ -277,7 +279,9 @@ def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: in
                  " transformers cache_utils.LinearAttentionLayer; fp32 states of mamba_ssm and "
                  "flash-linear-attention)",
                  st.description + f": conv {st.conv_bytes} B + state {st.state_bytes} B"
-                 + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))]
+                 + (f" × {lf} of the layers on this GPU" if lf != 1 else "")
+                 + ("; vLLM: MambaSpec pages, not yet taken out of the KV pool's block count"
+                    if vllm else ""))]
 
 
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,

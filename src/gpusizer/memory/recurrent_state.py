@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..model.facts import ModelFacts
 
-__all__ = ["StateBytes", "recurrent_state_bytes"]
+__all__ = ["StateBytes", "recurrent_state_bytes", "vllm_recurrent_state_bytes"]
 
 FP32_BYTES = 4
 
@@ -53,7 +53,8 @@ class StateBytes:
 
 
 def recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int,
-                          tp: int = 1, conv_tokens_less: int = 0) -> StateBytes | None:
+                          tp: int = 1, conv_tokens_less: int = 0,
+                          served: bool = False) -> StateBytes | None:
     """Bytes of the per-sequence states of the model's Mamba / linear-attention layers.
 
     Per kind of layer: ``layers × sequences × (conv_channels × (conv_kernel − conv_tokens_less)
@@ -68,6 +69,8 @@ def recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int
         tp: tensor-parallel ranks.
         conv_tokens_less: columns of the convolution window an engine does not keep (vLLM's
             ``MambaSpec`` keeps ``conv_kernel − 1``; transformers keeps all: 0).
+        served: take the recurrent state's dtype in vLLM's pool
+            (:attr:`~gpusizer.model.facts.RecurrentState.served_state_dtype`).
 
     Returns:
         A :class:`StateBytes`, or None when the model has no such layer.
@@ -79,7 +82,8 @@ def recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int
     parts = []
     for k in kinds:
         width = k.conv_kernel - conv_tokens_less
-        state_b = FP32_BYTES if k.state_dtype == "float32" else dtype_bytes
+        dtype = k.served_state_dtype if served else k.state_dtype
+        state_b = FP32_BYTES if dtype == "float32" else dtype_bytes
         channels, elements = k.conv_channels // tp, k.state_elements // tp
         conv += k.layers * sequences * channels * width * dtype_bytes
         state += k.layers * sequences * elements * state_b
@@ -87,3 +91,21 @@ def recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int
                      f"{channels} channels × {width} × {dtype_bytes} B + state {elements} × "
                      f"{state_b} B)")
     return StateBytes(conv, state, "; ".join(parts) + (f", over {tp} ranks" if tp > 1 else ""))
+
+
+def vllm_recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences: int,
+                               tp: int = 1) -> StateBytes | None:
+    """The states vLLM V1 keeps per request: one ``MambaSpec`` page per Mamba / linear-attention
+    layer (``mamba_cache_mode`` "none": ``page_size_bytes × (1 + speculative blocks)``, no
+    speculation here), each page the conv state ``(conv_kernel − 1) × conv_dim / tp`` and the
+    SSM state ``heads / tp × head_dim × d_state`` (gated delta-net: ``v_heads / tp × v_dim ×
+    k_dim``), conv in the model dtype and SSM in ``mamba_ssm_cache_dtype`` ("auto": the model
+    dtype).
+
+    Source: vllm-project/vllm ``vllm/v1/kv_cache_interface.py`` ``MambaSpec`` (@ 001cabc) and
+    ``vllm/model_executor/layers/mamba/mamba_utils.py`` ``MambaStateShapeCalculator``,
+    ``MambaStateDtypeCalculator`` (@ 02d7108). Padding of the pages to the attention page size
+    (``HybridAttentionMambaModelConfig``) is not counted.
+    """
+    return recurrent_state_bytes(facts, dtype_bytes=dtype_bytes, sequences=sequences, tp=tp,
+                                 conv_tokens_less=1, served=True)

@@ -210,6 +210,10 @@ class RecurrentState:
             returns it in fp32 (mamba_ssm ``_state_passing_fwd`` / ``selective_scan_cuda``,
             flash-linear-attention ``chunk_gated_delta_rule``), ``"compute"`` for the
             activations' dtype.
+        served_state_dtype: the recurrent state's dtype in vLLM's pool: ``"compute"`` (its
+            ``mamba_ssm_cache_dtype`` "auto" is the model dtype,
+            ``MambaStateDtypeCalculator._mamba_state_dtype``) unless config.json names one
+            (Nemotron-H ``mamba_ssm_cache_dtype: float32``).
     """
 
     kind: str
@@ -218,6 +222,7 @@ class RecurrentState:
     conv_kernel: int
     state_elements: int
     state_dtype: str = "float32"
+    served_state_dtype: str = "compute"
 
 
 @dataclass(frozen=True, kw_only=True)

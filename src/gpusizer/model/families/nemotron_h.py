@@ -43,7 +43,6 @@ IGNORED_KEYS: frozenset[str] = frozenset({
     "rescale_prenorm_residual", "layer_norm_epsilon", "routed_scaling_factor", "n_group",
     "topk_group", "norm_topk_prob", "moe_shared_expert_overlap", "output_router_logits",
     "num_logits_to_keep", "hidden_dropout", "mtp_layers_block_type", "expand",
-    "mamba_ssm_cache_dtype",      # the cache's SSM dtype in vLLM; transformers keeps the scan's
     # read by no 5.24 module of this model: one shared-expert MLP whatever n_shared_experts,
     # the mixer's bias is use_bias, no sliding window in NemotronHAttention
     "mamba_proj_bias", "n_shared_experts", "sliding_window",
@@ -95,6 +94,9 @@ def describe(cfg: ConfigReader) -> Architecture:
     heads = cfg.optional_int("num_attention_heads", 32)
     kv_heads = cfg.optional_int("num_key_value_heads", 8)
     head_dim = cfg.optional_int("head_dim", 128)
+    # vLLM keeps the SSM state in this dtype (NemotronHConfig default float32); transformers
+    # keeps the scan's own fp32 state whatever it says
+    served = cfg.optional_str("mamba_ssm_cache_dtype") or "float32"
     mixer = mamba2_mixer(hidden, heads=cfg.optional_int("mamba_num_heads", 128),
                          head_dim=cfg.optional_int("mamba_head_dim", 64),
                          groups=cfg.optional_int("n_groups", 8),
@@ -125,6 +127,8 @@ def describe(cfg: ConfigReader) -> Architecture:
         experts=moe, attention_prefix="mixer", mixer_prefix="mixer", mlp_prefix="mixer",
         shared_name="shared_experts", gated_mlp=False, moe_extra=extra,
         experts_per_token=min(experts, cfg.optional_int("num_experts_per_tok", 2)))
+    spec = replace(spec, mixer=replace(mixer, state=replace(
+        mixer.state, served_state_dtype="float32" if served == "float32" else "compute")))
     arch = describe_hybrid(spec, num_attention_heads=heads, num_key_value_heads=kv_heads,
                            head_dim=head_dim, intermediate_size=inter,
                            context_window_tokens=cfg.optional_nullable_int(

@@ -27,7 +27,7 @@ Roles: the mixer's input projection reads the layer's norm output like q/k/v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..architecture import FULL, NO_CACHE, RECURRENT, Architecture
 from ..facts import (LinearModule, ModuleRole, MoeDims, ParamGroup, PositionKind,
@@ -222,8 +222,7 @@ def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_he
     # a layer with both keeps keys and values (and its state, in ``recurrent``)
     kinds = {"attention": FULL, "both": FULL, "mixer": RECURRENT, "": NO_CACHE}
     st = s.mixer.state
-    recurrent = (RecurrentState(st.kind, n_mix, st.conv_channels, st.conv_kernel,
-                                st.state_elements, st.state_dtype),) if n_mix else ()
+    recurrent = (replace(st, layers=n_mix),) if n_mix else ()
     moe = (MoeDims(e.count, s.experts_per_token, e.expert[-1].cols, 1 if shared else 0, n_moe)
            if e is not None and n_moe else None)
     return Architecture(
