@@ -25,6 +25,7 @@ from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_contex
                         nccl_item)
 from .placement import Share, inference_share
 from .recurrent_state import recurrent_state_bytes, vllm_recurrent_state_bytes
+from .vision import image_tokens_per_request
 from .training import TrainingSummary, training_items
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
@@ -216,12 +217,15 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     kvb, kv_dtype = _kv_dtype_bytes(sheet, plan)
     layout = engine.kv_layout(facts, dtype_bytes=kvb, tp=share.tp)
     seqs = share.sequences
-    tokens = inf.tokens_per_sequence
+    images = inf.images
+    image_tokens, image_text = image_tokens_per_request(
+        facts, per_request=images.per_request, width=images.width, height=images.height)
+    tokens = inf.tokens_per_sequence + image_tokens
     round_to = engine.kv_block_tokens(inf)
     lf = share.layer_fraction
     kv_full = int(Fraction(kv_bytes(layout, tokens=tokens, sequences=seqs, round_to=round_to)) * lf)
-    prompt_kv = engine.prompt_kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs,
-                                       block_tokens=round_to)
+    prompt_kv = engine.prompt_kv_bytes(layout, tokens=inf.prompt_tokens + image_tokens,
+                                       sequences=seqs, block_tokens=round_to)
     kv_prompt = int(Fraction(prompt_kv) * lf)
     static = engine.kv_static(inf)
     kv_src = ("KV cache = layers × 2 × kv_heads × head_dim × tokens × sequences × bytes "
@@ -230,7 +234,9 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     kv_text = (f"{layout.description}; {seqs} sequence(s) × {tokens} tokens (prompt "
                f"{inf.prompt_tokens} + new {inf.new_tokens}) × {kvb} B ({kv_dtype})"
                + (f", blocks of {round_to} tokens" if round_to > 1 else "")
-               + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))
+               + (f" × {lf} of the layers on this GPU" if lf != 1 else "")
+               + (f"; the prompt holds {image_text} more (the processor's rule, "
+                  "gpusizer/memory/vision.py)" if image_tokens else ""))
     phase_bytes = {} if static else {"prefill": kv_prompt}
     if not static and kv_prompt > kv_full:
         # sliding layers hold the whole prompt at the end of prefill (a view of it), more than

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .facts import (LinearModule, MlaDims, MoeDims, ParamGroup, PersistentBuffer, PositionKind,
-                    RecurrentState)
+                    RecurrentState, VisionTower)
 
 __all__ = ["Architecture", "FULL", "SLIDING", "RECURRENT", "NO_CACHE"]
 
@@ -69,6 +69,7 @@ class Architecture:
             arithmetic predates it (Falcon).
         recurrent: the per-sequence states of the Mamba / linear-attention layers (one entry per
             kind of such layer), empty for attention-only models.
+        vision: a vision-language model's image encoder and image-token rule, or None.
     """
 
     hidden_size: int
@@ -98,6 +99,7 @@ class Architecture:
     fused_gate_up_output: bool = False
     parallel_block: bool = False
     recurrent: tuple[RecurrentState, ...] = ()
+    vision: VisionTower | None = None
 
     @property
     def total_parameters(self) -> int:

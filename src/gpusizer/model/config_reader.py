@@ -122,6 +122,21 @@ class ConfigReader:
             raise self.error(key, f"expected a string, got {shown(value)}", value)
         return value
 
+    def sub(self, key: str, **overrides: object) -> ConfigReader:
+        """A reader over the nested object ``key`` (a composite model's ``text_config`` or
+        ``vision_config``; empty when absent or null), with ``overrides`` set on it; errors name
+        ``file`` and the key.
+
+        Raises:
+            ModelError: the value is not a JSON object.
+        """
+        value = self._raw(key)
+        if value is _MISSING or value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected an object, got {shown(value)}", value)
+        return ConfigReader({**value, **overrides}, file=f"{self.file} ({key})")
+
     def flag(self, key: str, default: bool) -> bool:
         """A boolean; ``default`` (transformers' config default) when absent or null."""
         value = self._raw(key)

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # architecture.py imports this module's value types
     from .architecture import Architecture
 
 __all__ = ["ParamRole", "ParamGroup", "ModuleRole", "MODULE_ROLES", "LinearModule",
-           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState", "ModelFacts",
+           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState", "VisionTower",
+           "ModelFacts",
            "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
@@ -223,6 +224,33 @@ class RecurrentState:
     state_elements: int
     state_dtype: str = "float32"
     served_state_dtype: str = "compute"
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision-language model's image encoder and its processor's rule for image tokens.
+
+    Attributes:
+        parameters: elements of the vision tower and the multimodal projector (counted in
+            ``Architecture.params`` too, groups ``vision_tower`` / ``multi_modal_projector``).
+        rule: ``"fixed"`` (every image becomes ``tokens_per_image`` tokens: Gemma 3's
+            ``mm_tokens_per_image``, pan & scan off) or ``"grid"`` (Qwen2-VL / Qwen2.5-VL:
+            ``smart_resize`` to multiples of ``patch_size × merge_size``, then one token per
+            ``(patch_size × merge_size)²`` pixels).
+        tokens_per_image: the fixed rule's count.
+        patch_size: pixels per patch side (grid rule).
+        merge_size: patches merged per token side (grid rule).
+        min_pixels: smallest image area after resizing (grid rule).
+        max_pixels: largest image area after resizing (grid rule).
+    """
+
+    parameters: int
+    rule: str
+    tokens_per_image: int = 0
+    patch_size: int = 14
+    merge_size: int = 2
+    min_pixels: int = 56 * 56
+    max_pixels: int = 28 * 28 * 1280
 
 
 @dataclass(frozen=True, kw_only=True)
