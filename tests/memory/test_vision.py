@@ -106,3 +106,79 @@ def test_images_for_a_text_model_are_refused(tmp_path):
                                        "images": {"per_request": 1, "width": 8, "height": 8}}})
     with pytest.raises(SheetError, match="no vision tower"):
         estimate_memory(sheet, resolve_facts(sheet))
+
+
+QWEN_TEXT = dict(num_hidden_layers=2, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=1000, bos_token_id=1, eos_token_id=2,
+                 rope_parameters={"rope_type": "default", "mrope_section": [8, 12, 12],
+                                  "rope_theta": 1e6})
+QWEN_VISION = dict(depth=2, hidden_size=128, intermediate_size=256, num_heads=4,
+                   out_hidden_size=256, fullatt_block_indexes=[1])
+
+
+def _qwen2_5_vl(hub_layout: bool):
+    """The config, and its config.json: nested ``text_config`` (transformers v5's own dump) or
+    the text keys at the top level (how the Hub's Qwen2.5-VL config.json states them)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model("qwen2_5_vl", text_config=QWEN_TEXT,
+                                               vision_config=QWEN_VISION)
+    d = config.to_dict()
+    d.pop("dtype", None)
+    if hub_layout:
+        text = d.pop("text_config")
+        text.pop("model_type", None)
+        d = {**text, **d}
+    d.update(model_type="qwen2_5_vl", torch_dtype="bfloat16")
+    return config, d
+
+
+@pytest.mark.parametrize("hub_layout", [False, True])
+def test_qwen2_5_vl_parameters_equal_the_meta_model(hub_layout):
+    torch = pytest.importorskip("torch")
+    import transformers
+    config, d = _qwen2_5_vl(hub_layout)
+    facts = facts_from_config(d, model_id=None, revision=None, source="path", source_detail="t")
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    assert facts.architecture.total_parameters == model.num_parameters()
+    assert facts.architecture.vision.rule == "grid"
+
+
+def test_qwen2_5_vl_photo_tokens_in_the_kv_cache(tmp_path):
+    _, d = _qwen2_5_vl(hub_layout=True)
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    sheet = parse_sheet({"model": {"path": str(tmp_path)}, "task": "inference", "weights": "bf16",
+                         "inference": {"prompt_tokens": 100, "new_tokens": 20,
+                                       "images": {"per_request": 2, "width": 640,
+                                                  "height": 480}}})
+    kv = estimate_memory(sheet, resolve_facts(sheet)).item("kv_cache")
+    # 2 layers × K, V × 2 KV heads × head_dim 64 × 2 B per token; 2 photos of 17 × 23 tokens
+    assert kv.bytes == (120 + 2 * 391) * 2 * 2 * 2 * 64 * 2
+    assert "391 tokens per image" in kv.formula
+
+
+VISION_FAMILIES = {"gemma3": lambda: _gemma3(vision_use_head=False),
+                   "qwen2_5_vl": lambda: _qwen2_5_vl(hub_layout=True)}
+"""The vision-language families, with the configs these tests check them on."""
+
+
+@pytest.mark.parametrize("family", sorted(VISION_FAMILIES))
+def test_simulate_weights_are_the_towers_too(family, tmp_path):
+    """simulate builds the whole image-text-to-text model: its weights item is every parameter
+    (text and vision) in bf16, booked in 512-byte blocks, and the estimate's is 2 B each."""
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from gpusizer.simulate.engine import simulate_memory
+    config, d = VISION_FAMILIES[family]()
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    sheet = parse_sheet({"model": {"path": str(tmp_path)}, "task": "inference", "weights": "bf16",
+                         "inference": {"prompt_tokens": 32, "new_tokens": 4}})
+    r = simulate_memory(sheet, resolve_facts(sheet))
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    params = list(model.parameters())
+    booked = sum(-(-p.numel() * p.element_size() // 512) * 512 for p in params)
+    w = next(i for i in r.comparison["items"] if i["item"] == "weights" and i["phase"] == "load")
+    assert w["simulated_bytes"] == booked
+    assert w["estimate_bytes"] == 2 * sum(p.numel() for p in params)

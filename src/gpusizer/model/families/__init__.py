@@ -17,7 +17,7 @@ from ...errors import UnknownArchitectureError, shown
 from . import (cohere2, deepseek_v2, deepseek_v3, falcon, falcon_h1, gemma, gemma2, gemma3,
                gemma3_text, glm4, glm4_moe, gpt2, gpt_neox, gpt_oss, granitemoehybrid, jamba,
                llama, llama4_text, mamba2, mistral, mixtral, nemotron_h, olmo2, phi3, phimoe,
-               qwen2, qwen3, qwen3_moe, qwen3_next, starcoder2)
+               qwen2, qwen2_5_vl, qwen3, qwen3_moe, qwen3_next, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
 
@@ -52,6 +52,7 @@ FAMILIES: dict[str, ModuleType] = {
     "falcon_h1": falcon_h1,
     "granitemoehybrid": granitemoehybrid,
     "gemma3": gemma3,
+    "qwen2_5_vl": qwen2_5_vl,
 }
 """config.json ``model_type`` → family module."""
 
