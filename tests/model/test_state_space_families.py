@@ -210,3 +210,17 @@ def test_vllm_nemotron_h_ssm_state_in_fp32(tmp_path):
     vLLM keeps its one Mamba layer's SSM state in fp32."""
     per_layer = 3 * 576 * 2 + 8 * 64 * 16 * 4
     assert _estimate_state("nemotron_h", tmp_path, "vllm").bytes == SEQS * per_layer
+
+
+def test_mamba2_kernel_working_memory_by_hand():
+    """The SSD kernel's working set of one Mamba-2 layer, 2 sequences × 512 tokens in bf16:
+    per token 2·256 (residual, norm) + in_proj 1096 + conv 576 + 2 × 512 (scan output, gated
+    norm) = 3208 values × 2 B; 2 × ⌈512 / 256⌉ = 4 chunks, each dt and dA_cumsum 2·8·256·4 B,
+    fp32 states and their bf16 copy 8·64·16·(4 + 2) B, CB 2·256²·4 B. One decode token: the step
+    kernels update the state in place (per token terms only)."""
+    from gpusizer.memory.recurrent_state import mixer_working_bytes
+    facts = _facts(_config("mamba2")[1])
+    size, words = mixer_working_bytes(facts, batch=2, q_tokens=512, dtype_bytes=2)
+    assert size == 1024 * 3208 * 2 + 4 * (2 * 8 * 256 * 4 + 8192 * 6 + 2 * 256 * 256 * 4)
+    assert "SSD kernel" in words
+    assert mixer_working_bytes(facts, batch=2, q_tokens=1, dtype_bytes=2)[0] == 2 * 3208 * 2

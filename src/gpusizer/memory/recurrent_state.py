@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ..model.facts import ModelFacts
 
-__all__ = ["StateBytes", "recurrent_state_bytes", "vllm_recurrent_state_bytes"]
+__all__ = ["StateBytes", "recurrent_state_bytes", "vllm_recurrent_state_bytes",
+           "mixer_working_bytes"]
 
 FP32_BYTES = 4
 
@@ -109,3 +110,65 @@ def vllm_recurrent_state_bytes(facts: ModelFacts, *, dtype_bytes: int, sequences
     """
     return recurrent_state_bytes(facts, dtype_bytes=dtype_bytes, sequences=sequences, tp=tp,
                                  conv_tokens_less=1, served=True)
+
+
+def mixer_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, dtype_bytes: int,
+                        tp: int = 1) -> tuple[int, str]:
+    """Working memory of one Mamba / linear-attention layer's forward under the GPU kernels,
+    bytes, and the formula (0, "" for a model without such layers). ``t = batch × q_tokens``,
+    ``b`` = ``dtype_bytes``, widths split over ``tp``; the largest kind of mixer counts.
+
+    - Mamba-2 (mamba_ssm ``mamba_chunk_scan_combined``, state-spaces/mamba @ e9594ce
+      ``ops/triton/ssd_combined.py`` ``_mamba_chunk_scan_combined_fwd``): the residual and norm
+      output ``2h``, the ``in_proj`` output, the conv output, the scan output and the gated norm
+      output (``inner`` each) per token in ``b``; per chunk of ``chunk`` tokens ``dt`` and
+      ``dA_cumsum`` (heads × chunk, fp32), the chunk states (heads × head_dim × d_state, fp32,
+      ``states_in_fp32=True``) and their passed copy (in ``b``), and ``CB`` (groups × chunk²,
+      fp32, ``ssd_bmm.py``).
+    - Mamba-1 (``selective_scan_cuda.fwd``): ``2h``, the ``in_proj``, ``x_proj`` and ``dt``
+      outputs, the conv output and the scan output per token; the scan's running state ``x``
+      (inner × ⌈q / 2048⌉ × 2·d_state, fp32, ``csrc/selective_scan/selective_scan.cpp``).
+    - gated delta-net (flash-linear-attention @ bc3b101 ``ops/gated_delta_rule/chunk.py``):
+      ``2h``, the projections, the conv output and the output per token; the per-chunk states
+      ``h`` (``ops/common/chunk_delta_h.py``: ``k.new_empty(B, NT, HV, K, V)``, in ``b``) and the
+      intra-chunk ``A`` (value heads × 64 per token, fp32).
+
+    The torch fallbacks transformers runs without those kernels (what a CPU simulation sees)
+    materialise more: see the families README for the measured gap.
+    """
+    best, text = 0, ""
+    h = facts.architecture.hidden_size
+    b, t = dtype_bytes, batch * q_tokens
+    for k in facts.architecture.recurrent:
+        inner, conv, width = k.inner // tp, k.conv_channels // tp, k.in_proj_width // tp
+        chunks = batch * -(-q_tokens // max(1, k.chunk))
+        state = k.state_elements // tp
+        if k.kind == "mamba2":
+            heads, groups = max(1, k.heads // tp), max(1, k.groups // tp)
+            per_token = 2 * h + width + conv + 2 * inner
+            extra = (chunks * (2 * heads * k.chunk * 4 + state * (4 + b)
+                               + groups * k.chunk * k.chunk * 4))
+            words = (f"Mamba-2 SSD kernel: {t} × (2·{h} + in_proj {width} + conv {conv} + 2·"
+                     f"{inner}) × {b} B + {chunks} chunk(s) × (dt, dA 2·{heads}·{k.chunk}·4 + "
+                     f"states {state}·(4 + {b}) + CB {groups}·{k.chunk}²·4) B")
+        elif k.kind == "mamba":
+            per_token = 2 * h + width + conv + inner
+            d_state2 = 2 * (k.state_elements // max(1, k.inner))
+            extra = chunks * inner * d_state2 * 4
+            words = (f"Mamba-1 selective scan: {t} × (2·{h} + projections {width} + conv "
+                     f"{conv} + {inner}) × {b} B + running state {chunks}·{inner}·{d_state2}·4 B")
+        else:
+            heads = max(1, k.heads // tp)
+            per_token = 2 * h + width + conv + inner
+            extra = chunks * state * b + t * heads * k.chunk * 4
+            words = (f"gated delta rule (fla chunk): {t} × (2·{h} + projections {width} + conv "
+                     f"{conv} + {inner}) × {b} B + chunk states {chunks}·{state}·{b} B + A "
+                     f"{t}·{heads}·{k.chunk}·4 B")
+        if q_tokens == 1:
+            # one token against the cache: the step kernels (mamba_ssm selective_state_update,
+            # causal_conv1d_update, fla fused_recurrent) update the state in place, no chunks
+            extra, words = 0, words.split(" + ")[0] + " (one step: states updated in place)"
+        size = t * per_token * b + extra
+        if size > best:
+            best, text = size, words
+    return best, text

@@ -215,6 +215,13 @@ class RecurrentState:
             ``mamba_ssm_cache_dtype`` "auto" is the model dtype,
             ``MambaStateDtypeCalculator._mamba_state_dtype``) unless config.json names one
             (Nemotron-H ``mamba_ssm_cache_dtype: float32``).
+        in_proj_width: outputs of the mixer's input projection(s) per token (the kernel's
+            working rule, ``memory/recurrent_state.mixer_working_bytes``).
+        inner: width of the scan's output per token (Mamba I; gated delta-net value width).
+        heads: SSM heads (Mamba-2) or value heads (gated delta-net); 0 for Mamba-1.
+        groups: B/C groups (Mamba-2 ``n_groups``).
+        chunk: tokens per chunk of the GPU kernel (SSD ``chunk_size``, 256; delta rule 64;
+            Mamba-1's selective scan 2048).
     """
 
     kind: str
@@ -224,6 +231,11 @@ class RecurrentState:
     state_elements: int
     state_dtype: str = "float32"
     served_state_dtype: str = "compute"
+    in_proj_width: int = 0
+    inner: int = 0
+    heads: int = 0
+    groups: int = 0
+    chunk: int = 0
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ IGNORED_KEYS: frozenset[str] = frozenset({
     "lm_head_multiplier", "embedding_multiplier", "mlp_multipliers", "key_multiplier",
     "attention_out_multiplier", "attention_in_multiplier", "ssm_multipliers",
     "ssm_in_multiplier", "ssm_out_multiplier",          # µP scalars, no shape
-    "mamba_chunk_size", "mamba_norm_before_gate", "time_step_limit", "num_logits_to_keep",
+    "mamba_norm_before_gate", "time_step_limit", "num_logits_to_keep",
 })
 """Keys of this family known not to change memory (beyond the common list in ``config.py``):
-the µP multipliers, the scan's chunk, the gate order."""
+the µP multipliers, the gate order."""
 
 
 def describe(cfg: ConfigReader) -> Architecture:
@@ -64,7 +64,8 @@ def describe(cfg: ConfigReader) -> Architecture:
                          bias=cfg.flag("mamba_proj_bias", False),
                          conv_bias=cfg.flag("mamba_conv_bias", True),
                          out_bias=cfg.flag("projectors_bias", False),
-                         gated_norm=cfg.flag("mamba_rms_norm", False))
+                         gated_norm=cfg.flag("mamba_rms_norm", False),
+                         chunk=cfg.optional_int("mamba_chunk_size", 256))
     bias = cfg.flag("attention_bias", False)
     inter = cfg.require_int("intermediate_size")
     spec = HybridSpec(

@@ -35,10 +35,10 @@ __all__ = ["IGNORED_KEYS", "describe"]
 
 IGNORED_KEYS: frozenset[str] = frozenset({
     "embedding_multiplier", "logits_scaling", "residual_multiplier", "attention_multiplier",
-    "router_aux_loss_coef", "output_router_logits", "mamba_chunk_size", "time_step_limit",
+    "router_aux_loss_coef", "output_router_logits", "time_step_limit",
 })
 """Keys of this family known not to change memory (beyond the common list in ``config.py``):
-µP scalars, the router's loss, the scan's chunk."""
+µP scalars, the router's loss."""
 
 _KINDS = {"mamba": "mixer", "linear_attention": "mixer", "attention": "attention",
           "full_attention": "attention"}
@@ -66,7 +66,8 @@ def describe(cfg: ConfigReader) -> Architecture:
                          d_state=cfg.optional_int("mamba_d_state", 256),
                          conv_kernel=cfg.optional_int("mamba_d_conv", 4),
                          bias=cfg.flag("mamba_proj_bias", False),
-                         conv_bias=cfg.flag("mamba_conv_bias", True))
+                         conv_bias=cfg.flag("mamba_conv_bias", True),
+                         chunk=cfg.optional_int("mamba_chunk_size", 256))
     experts = cfg.optional_int("num_local_experts", 8, minimum=0)
     inter = cfg.require_int("intermediate_size")
     shared = mlp(hidden, cfg.optional_int("shared_intermediate_size", 1024), gated=True,

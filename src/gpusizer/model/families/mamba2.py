@@ -23,11 +23,10 @@ __all__ = ["IGNORED_KEYS", "describe"]
 
 IGNORED_KEYS: frozenset[str] = frozenset({
     "time_step_rank", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
-    "chunk_size",                 # the scan's chunk: working memory, not a parameter
     "residual_in_fp32", "rescale_prenorm_residual", "layer_norm_epsilon", "norm_before_gate",
 })
 """Keys of this family known not to change memory (beyond the common list in ``config.py``):
-the time-step initialisation and limits, the SSD chunk length, residual and norm switches."""
+the time-step initialisation and limits, residual and norm switches."""
 
 
 def describe(cfg: ConfigReader) -> Architecture:
@@ -48,7 +47,8 @@ def describe(cfg: ConfigReader) -> Architecture:
                          d_state=cfg.optional_int("state_size", 128),
                          conv_kernel=cfg.optional_int("conv_kernel", 4),
                          bias=cfg.flag("use_bias", False),
-                         conv_bias=cfg.flag("use_conv_bias", True))
+                         conv_bias=cfg.flag("use_conv_bias", True),
+                         chunk=cfg.optional_int("chunk_size", 256))
     tie = cfg.flag("tie_word_embeddings", False)
     spec = HybridSpec(hidden_size=hidden, vocab_size=vocab, mixers=("mixer",) * layers,
                       ffn=("",) * layers, attention=(), mixer=mixer, final_norm_elements=hidden,

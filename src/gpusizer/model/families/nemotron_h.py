@@ -38,7 +38,7 @@ from .state_space import HybridSpec, describe_hybrid, mamba2_mixer
 __all__ = ["IGNORED_KEYS", "describe"]
 
 IGNORED_KEYS: frozenset[str] = frozenset({
-    "time_step_min", "time_step_max", "time_step_limit", "time_step_floor", "chunk_size",
+    "time_step_min", "time_step_max", "time_step_limit", "time_step_floor",
     "use_mamba_kernels", "mamba_hidden_act", "mlp_hidden_act", "residual_in_fp32",
     "rescale_prenorm_residual", "layer_norm_epsilon", "routed_scaling_factor", "n_group",
     "topk_group", "norm_topk_prob", "moe_shared_expert_overlap", "output_router_logits",
@@ -103,7 +103,8 @@ def describe(cfg: ConfigReader) -> Architecture:
                          d_state=cfg.optional_int("ssm_state_size", 128),
                          conv_kernel=cfg.optional_int("conv_kernel", 4),
                          bias=cfg.flag("use_bias", False),
-                         conv_bias=cfg.flag("use_conv_bias", True))
+                         conv_bias=cfg.flag("use_conv_bias", True),
+                         chunk=cfg.optional_int("chunk_size", 128))
     bias = cfg.flag("mlp_bias", False)
     inter = cfg.optional_int("intermediate_size", 21504)
     experts = cfg.optional_int("n_routed_experts", 8)

@@ -58,7 +58,7 @@ class Mixer:
 
 def mamba2_mixer(hidden: int, *, heads: int, head_dim: int, groups: int, d_state: int,
                  conv_kernel: int, bias: bool, conv_bias: bool, out_bias: bool | None = None,
-                 gated_norm: bool = True) -> Mixer:
+                 gated_norm: bool = True, chunk: int = 256) -> Mixer:
     """Mamba-2's SSD mixer (``Mamba2Mixer``; see the module docstring). State per sequence:
     conv ``I + 2·G·N`` channels × kernel, SSM ``heads × head_dim × d_state`` in fp32.
     ``out_bias``: the output projection's bias when it differs from ``bias`` (Falcon-H1
@@ -71,7 +71,9 @@ def mamba2_mixer(hidden: int, *, heads: int, head_dim: int, groups: int, d_state
                       role="attention_out"))
     other = conv * conv_kernel + (conv if conv_bias else 0) + 3 * heads
     return Mixer(linears, other, inner if gated_norm else 0,
-                 RecurrentState("mamba2", 1, conv, conv_kernel, heads * head_dim * d_state))
+                 RecurrentState("mamba2", 1, conv, conv_kernel, heads * head_dim * d_state,
+                                in_proj_width=inner + conv + heads, inner=inner, heads=heads,
+                                groups=groups, chunk=chunk))
 
 
 def mamba1_mixer(hidden: int, *, inner: int, d_state: int, dt_rank: int, conv_kernel: int,
@@ -85,7 +87,9 @@ def mamba1_mixer(hidden: int, *, inner: int, d_state: int, dt_rank: int, conv_ke
     other = inner * conv_kernel + (inner if conv_bias else 0) + inner * d_state + inner
     norms = dt_rank + 2 * d_state if bc_norms else 0
     return Mixer(linears, other, norms,
-                 RecurrentState("mamba", 1, inner, conv_kernel, inner * d_state))
+                 RecurrentState("mamba", 1, inner, conv_kernel, inner * d_state,
+                                in_proj_width=2 * inner + dt_rank + 2 * d_state + inner,
+                                inner=inner, chunk=2048))
 
 
 def gated_delta_net(hidden: int, *, key_heads: int, value_heads: int, key_dim: int,
@@ -100,7 +104,9 @@ def gated_delta_net(hidden: int, *, key_heads: int, value_heads: int, key_dim: i
                Linear(hidden, v, False, "out_proj", role="attention_out"))
     return Mixer(linears, conv * conv_kernel + 2 * value_heads, value_dim,
                  RecurrentState("gated_delta_net", 1, conv, conv_kernel,
-                                value_heads * key_dim * value_dim))
+                                value_heads * key_dim * value_dim,
+                                in_proj_width=2 * k + 2 * v + 2 * value_heads, inner=v,
+                                heads=value_heads, chunk=64))
 
 
 @dataclass(frozen=True)
