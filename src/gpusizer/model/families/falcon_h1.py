@@ -26,7 +26,7 @@ from ..architecture import Architecture
 from ..config_reader import ConfigReader
 from .decoder import gqa_attention, mlp
 from .llama_like import read_dims
-from .state_space import HybridSpec, describe_hybrid, mamba2_mixer
+from .state_space import HybridSpec, describe_hybrid, mamba2_mixer, mamba_heads
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -51,11 +51,7 @@ def describe(cfg: ConfigReader) -> Architecture:
     inner = cfg.optional_nullable_int("mamba_d_ssm", 1024)
     if inner is None:
         inner = cfg.optional_int("mamba_expand", 2) * hidden
-    heads = cfg.optional_int("mamba_n_heads", 128)
-    head_dim = cfg.optional_int_or_auto("mamba_d_head", inner // heads)
-    if heads * head_dim != inner:
-        raise cfg.error("mamba_d_head", f"× mamba_n_heads ({head_dim} × {heads}) must equal the "
-                        f"Mamba width {inner}", head_dim)
+    heads, head_dim = mamba_heads(cfg, inner)
     cfg.mark_used("mamba_expand")
     mixer = mamba2_mixer(hidden, heads=heads, head_dim=head_dim,
                          groups=cfg.optional_int("mamba_n_groups", 1),

@@ -29,7 +29,7 @@ from ..config_reader import ConfigReader
 from .decoder import Experts, Linear, gqa_attention, mlp
 from .layer_pattern import listed_mixers
 from .llama_like import read_dims
-from .state_space import HybridSpec, describe_hybrid, mamba2_mixer
+from .state_space import HybridSpec, describe_hybrid, mamba2_mixer, mamba_heads
 
 __all__ = ["IGNORED_KEYS", "describe"]
 
@@ -56,11 +56,7 @@ def describe(cfg: ConfigReader) -> Architecture:
     mixers = (listed_mixers(cfg, layers, names=_KINDS, key=key) if cfg.has(key)
               else ("mixer",) * layers)
     inner = cfg.optional_int("mamba_expand", 2) * hidden
-    heads = cfg.optional_int("mamba_n_heads", 128)
-    head_dim = cfg.optional_int_or_auto("mamba_d_head", inner // heads)
-    if heads * head_dim != inner:
-        raise cfg.error("mamba_d_head", f"× mamba_n_heads ({head_dim} × {heads}) must equal "
-                        f"mamba_expand × hidden_size ({inner})", head_dim)
+    heads, head_dim = mamba_heads(cfg, inner)
     mixer = mamba2_mixer(hidden, heads=heads, head_dim=head_dim,
                          groups=cfg.optional_int("mamba_n_groups", 1),
                          d_state=cfg.optional_int("mamba_d_state", 256),

@@ -30,12 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..architecture import FULL, NO_CACHE, RECURRENT, Architecture
+from ..config_reader import ConfigReader
 from ..facts import (LinearModule, ModuleRole, MoeDims, ParamGroup, PositionKind,
                      RecurrentState)
-from .decoder import Experts, Linear, _linear_groups
+from .decoder import Experts, Linear, _linear_groups, modules_of
 
 __all__ = ["Mixer", "HybridSpec", "mamba2_mixer", "mamba1_mixer", "gated_delta_net",
-           "describe_hybrid"]
+           "mamba_heads", "describe_hybrid"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,21 @@ def mamba2_mixer(hidden: int, *, heads: int, head_dim: int, groups: int, d_state
                  RecurrentState("mamba2", 1, conv, conv_kernel, heads * head_dim * d_state,
                                 in_proj_width=inner + conv + heads, inner=inner, heads=heads,
                                 groups=groups, chunk=chunk))
+
+
+def mamba_heads(cfg: ConfigReader, inner: int) -> tuple[int, int]:
+    """Falcon-H1's and Granite 4.0's Mamba heads and head width: ``mamba_n_heads`` (128) and
+    ``mamba_d_head`` ("auto" = ``inner`` / heads), whose product must be the Mamba width.
+
+    Raises:
+        ModelError: heads × head width is not ``inner``.
+    """
+    heads = cfg.optional_int("mamba_n_heads", 128)
+    head_dim = cfg.optional_int_or_auto("mamba_d_head", inner // heads)
+    if heads * head_dim != inner:
+        raise cfg.error("mamba_d_head", f"× mamba_n_heads ({head_dim} × {heads}) must equal the "
+                        f"Mamba width {inner}", head_dim)
+    return heads, head_dim
 
 
 def mamba1_mixer(hidden: int, *, inner: int, d_state: int, dt_rank: int, conv_kernel: int,
@@ -203,9 +219,7 @@ def describe_hybrid(s: HybridSpec, *, num_attention_heads: int, num_key_value_he
 
     def add(prefix: str, mats: tuple[Linear, ...], count: int,
             roles: dict[str, ModuleRole] | None = None) -> None:
-        if count:
-            modules.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count,
-                                        (roles or {}).get(m.role, m.role)) for m in mats)
+        modules.extend(modules_of(prefix, mats, count, roles))
 
     add(s.attention_prefix, s.attention, n_attn)
     add(s.mixer_prefix, s.mixer.linears, n_mix)
