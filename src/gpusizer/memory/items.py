@@ -48,12 +48,13 @@ def required_phases(sheet: Sheet) -> tuple[str, ...]:
 
 ItemName = Literal[
     "weights", "quantization_metadata", "lora_adapters", "prepare_kbit_upcast", "rotary_cache",
-    "buffers", "kv_cache", "recurrent_state", "gradients", "optimizer_states", "optimizer_states_paged",
+    "buffers", "kv_cache", "gradients", "optimizer_states", "optimizer_states_paged",
     "ddp_gradient_buckets", "cuda_context", "cublas_workspace", "nccl_buffers",
     "allocator_slack", "load_conversion_transient", "prefill_working", "decode_working",
     "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
     "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
     "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries",
+    "recurrent_state",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 

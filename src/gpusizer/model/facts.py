@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # architecture.py imports this module's value types
     from .architecture import Architecture
 
 __all__ = ["ParamRole", "ParamGroup", "ModuleRole", "MODULE_ROLES", "LinearModule",
-           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState", "VisionTower",
-           "ModelFacts",
+           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState",
+           "VisionTower", "ModelFacts",
            "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
