@@ -253,7 +253,7 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                   kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
                   phase_bytes=phase_bytes)]
     items += _recurrent_state_items(facts, sequences=seqs, dtype_bytes=b, share=share,
-                                    vllm=engine.name == "vllm")
+                                    paged=engine.paged_mamba_state)
     kernel = engine.attention_kernel(plan.rules.attention)
     items.append(engine.prefill_working(facts, inference=inf, share=share, dtype_bytes=b,
                                         kernel=kernel, weights_format=plan.runs))
@@ -269,12 +269,12 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
 
 
 def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: int,
-                           share: Share, vllm: bool) -> list[Item]:
+                           share: Share, paged: bool) -> list[Item]:
     """The ``recurrent_state`` item of a model with Mamba / linear-attention layers (none
     otherwise): made by the first prefill step, held to the end (transformers keeps every
     layer's state; vLLM one ``MambaSpec`` page per layer and request;
     ``memory/recurrent_state.py``)."""
-    rule = vllm_recurrent_state_bytes if vllm else recurrent_state_bytes
+    rule = vllm_recurrent_state_bytes if paged else recurrent_state_bytes
     st = rule(facts, dtype_bytes=dtype_bytes, sequences=sequences, tp=share.tp)
     if st is None:
         return []
@@ -287,7 +287,7 @@ def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: in
                  st.description + f": conv {st.conv_bytes} B + state {st.state_bytes} B"
                  + (f" × {lf} of the layers on this GPU" if lf != 1 else "")
                  + ("; vLLM: MambaSpec pages, not yet taken out of the KV pool's block count"
-                    if vllm else ""))]
+                    if paged else ""))]
 
 
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,
