@@ -143,7 +143,7 @@ def mixer_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, dtype_b
         inner, conv, width = k.inner // tp, k.conv_channels // tp, k.in_proj_width // tp
         chunks = batch * -(-q_tokens // max(1, k.chunk))
         state = k.state_elements // tp
-        if k.kind == "mamba2":
+        if k.kind == "ssd":
             heads, groups = max(1, k.heads // tp), max(1, k.groups // tp)
             per_token = 2 * h + width + conv + 2 * inner
             extra = (chunks * (2 * heads * k.chunk * 4 + state * (4 + b)
@@ -151,7 +151,7 @@ def mixer_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, dtype_b
             words = (f"Mamba-2 SSD kernel: {t} × (2·{h} + in_proj {width} + conv {conv} + 2·"
                      f"{inner}) × {b} B + {chunks} chunk(s) × (dt, dA 2·{heads}·{k.chunk}·4 + "
                      f"states {state}·(4 + {b}) + CB {groups}·{k.chunk}²·4) B")
-        elif k.kind == "mamba":
+        elif k.kind == "selective_scan":
             per_token = 2 * h + width + conv + inner
             d_state2 = 2 * (k.state_elements // max(1, k.inner))
             extra = chunks * inner * d_state2 * 4

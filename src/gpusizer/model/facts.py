@@ -200,9 +200,9 @@ class RecurrentState:
     (the SSM or delta-rule state, ``state_elements`` per sequence) in ``state_dtype``.
 
     Attributes:
-        kind: ``"mamba"`` (Mamba-1 selective scan: intermediate × d_state), ``"mamba2"`` (SSD:
-            heads × head_dim × d_state) or ``"gated_delta_net"`` (value heads × k_head_dim ×
-            v_head_dim).
+        kind: ``"selective_scan"`` (Mamba-1: intermediate × d_state), ``"ssd"`` (Mamba-2's
+            state-space duality scan: heads × head_dim × d_state) or ``"gated_delta_net"``
+            (value heads × k_head_dim × v_head_dim).
         layers: decoder layers holding this state.
         conv_channels: channels of the causal convolution per layer.
         conv_kernel: its width (``conv_kernel`` / ``mamba_d_conv`` / ``linear_conv_kernel_dim``).

@@ -72,7 +72,7 @@ def mamba2_mixer(hidden: int, *, heads: int, head_dim: int, groups: int, d_state
                       role="attention_out"))
     other = conv * conv_kernel + (conv if conv_bias else 0) + 3 * heads
     return Mixer(linears, other, inner if gated_norm else 0,
-                 RecurrentState("mamba2", 1, conv, conv_kernel, heads * head_dim * d_state,
+                 RecurrentState("ssd", 1, conv, conv_kernel, heads * head_dim * d_state,
                                 in_proj_width=inner + conv + heads, inner=inner, heads=heads,
                                 groups=groups, chunk=chunk))
 
@@ -103,7 +103,7 @@ def mamba1_mixer(hidden: int, *, inner: int, d_state: int, dt_rank: int, conv_ke
     other = inner * conv_kernel + (inner if conv_bias else 0) + inner * d_state + inner
     norms = dt_rank + 2 * d_state if bc_norms else 0
     return Mixer(linears, other, norms,
-                 RecurrentState("mamba", 1, inner, conv_kernel, inner * d_state,
+                 RecurrentState("selective_scan", 1, inner, conv_kernel, inner * d_state,
                                 in_proj_width=2 * inner + dt_rank + 2 * d_state + inner,
                                 inner=inner, chunk=2048))
 
