@@ -63,11 +63,25 @@ MODELS: dict[str, tuple[str, dict]] = {
         num_key_value_heads=8, head_dim=128, num_local_experts=16, num_experts_per_tok=1,
         interleave_moe_layer_step=1, attention_chunk_size=8192,
         max_position_embeddings=10485760)),
+    # the state-space / linear-attention hybrids: transformers 5.24's own config class defaults,
+    # which its docstring (@auto_docstring checkpoint) says are "similar to" the model named
+    "mamba2": ("transformers Mamba2Config defaults (~ state-spaces/mamba2-2.8b)", {}),
+    "jamba": ("transformers JambaConfig defaults (~ ai21labs/Jamba-v0.1)", {}),
+    "qwen3_next": ("transformers Qwen3NextConfig defaults (~ Qwen/Qwen3-Next-80B-A3B-Instruct)",
+                   {}),
+    "falcon_h1": ("transformers FalconH1Config defaults (~ tiiuae/Falcon-H1-1.5B-Deep-Instruct)",
+                  {}),
+    "nemotron_h": ("transformers NemotronHConfig defaults (~ nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B"
+                   "-BF16)", {}),
 }
-"""model_type → (the published model, its dimensions as its config.json states them)."""
+"""model_type → (the published model, its dimensions as its config.json states them; for the
+hybrids, the config class defaults, labelled as such)."""
 
 LORA_TARGETS = {"phimoe": ["q_proj", "k_proj", "v_proj", "o_proj"],
-                "glm4_moe": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+                "glm4_moe": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                # PEFT 0.21 refuses out_proj and conv1d on Mamba-based models
+                "mamba2": ["in_proj"], "falcon_h1": ["q_proj", "v_proj", "in_proj"],
+                "nemotron_h": ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj"]}
 
 
 def full_config(model_type: str) -> dict:
@@ -115,8 +129,8 @@ def compare(model_type: str) -> Iterator[str]:
                 yield (f"  {p['phase']:15} simulated {s:>15,} estimated {e:>15,} "
                        f"difference {diff:>+13,} ({100 * diff / s:+.2f} %)")
             for i in r.comparison["items"]:
-                if i["item"] in ("weights", "kv_cache") and i["phase"] in ("load", "prefill",
-                                                                           "decode", "forward"):
+                shown = ("weights", "kv_cache", "recurrent_state")
+                if i["item"] in shown and i["phase"] in ("load", "prefill", "decode", "forward"):
                     yield (f"    {i['item']:8} {i['phase']:8} simulated "
                            f"{i['simulated_bytes']:>15,} estimated {i['estimate_bytes']:>15,} "
                            f"difference {i['difference_bytes']:+,}")

@@ -137,9 +137,9 @@ def test_every_schema_property_has_a_description():
                if not prop.get("description", "").strip()]
     assert not missing
     # 17 fields in Training (loss, packing, checkpointing; dataset_tokens, epochs, mfu of issue
-    # 17) and 15 in Inference (+ SGLang's three keys), all described (the docstring under each)
+    # 17) and 16 in Inference (+ SGLang's three keys, images), all described
     assert len(schema["$defs"]["Training"]["properties"]) == 17
-    assert len(schema["$defs"]["Inference"]["properties"]) == 15
+    assert len(schema["$defs"]["Inference"]["properties"]) == 16
     assert "(tokens)" in schema["$defs"]["Training"]["properties"]["sequence_length"]["description"]
 
 

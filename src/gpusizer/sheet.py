@@ -209,6 +209,34 @@ class Quantization(_Block):
     weights compute in their own dtype)."""
 
 
+MAX_IMAGES = 1024
+"""Images one request may carry (a bound on untrusted input)."""
+MAX_IMAGE_SIDE = 65536
+"""Pixels of an image side (a bound on untrusted input)."""
+
+
+class Images(_Block):
+    """``inference.images``: the images each request carries (vision-language models); their
+    tokens join the prompt's, by the model's processor rule (Gemma 3: 256 per image; Qwen2.5-VL:
+    one per 28 × 28 pixels after resizing)."""
+
+    per_request: bounded_int(minimum=0, maximum=MAX_IMAGES) = 0  # type: ignore[valid-type]
+    """Images in one request (images); 0: text only."""
+    width: bounded_int(minimum=0, maximum=MAX_IMAGE_SIDE) = 0  # type: ignore[valid-type]
+    """Width of each image (pixels); required when per_request > 0."""
+    height: bounded_int(minimum=0, maximum=MAX_IMAGE_SIDE) = 0  # type: ignore[valid-type]
+    """Height of each image (pixels); required when per_request > 0."""
+
+    @model_validator(mode="after")
+    def _sized(self) -> "Images":
+        if self.per_request and not (self.width and self.height):
+            raise _FieldProblem("width" if not self.width else "height",
+                                self.width if not self.width else self.height,
+                                f"expected width and height >= 1 pixel for {self.per_request} "
+                                "image(s) per request")
+        return self
+
+
 class Inference(_Block):
     """``inference``: the serving workload; absent, only "weights only" and the envelope are
     computed (no KV cache, no phase past load)."""
@@ -253,8 +281,12 @@ class Inference(_Block):
     """sglang only: prompt tokens one prefill step takes (tokens); auto: SGLang's default for
     the card's memory (stack.sglang)."""
 
+    # issue 13 (vision-language models): the images a request carries
+    images: Images = Images()
+    """Images each request carries: {per_request, width, height} (vision-language models)."""
+
     HASHED_WHEN_SET = frozenset({"mem_fraction_static", "max_running_requests",
-                                 "chunked_prefill_size"})
+                                 "chunked_prefill_size", "images"})
 
     @property
     def tokens_per_sequence(self) -> int:

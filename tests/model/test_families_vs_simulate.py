@@ -104,9 +104,12 @@ def _simulate(folder, task: str, block: dict):
 
 
 def test_every_family_runs_under_simulate_here_or_in_tests_simulate():
+    from tests.memory.test_vision import VISION_FAMILIES
+    from tests.model.test_state_space_families import CONFIGS as STATE_SPACE
     from tests.simulate.conftest import FAMILY_CONFIGS
     assert set(PER_FAMILY) <= set(FAMILIES)
-    assert set(FAMILIES) <= set(PER_FAMILY) | set(FAMILY_CONFIGS)
+    assert set(FAMILIES) <= (set(PER_FAMILY) | set(FAMILY_CONFIGS) | set(STATE_SPACE)
+                             | set(VISION_FAMILIES))
 
 
 @pytest.mark.parametrize("family", sorted(PER_FAMILY))

@@ -24,6 +24,8 @@ from .kv_cache import kv_bytes
 from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
                         nccl_item)
 from .placement import Share, inference_share
+from .recurrent_state import recurrent_state_bytes, vllm_recurrent_state_bytes
+from .vision import image_tokens_per_request
 from .training import TrainingSummary, training_items
 from .training.bare_count import bare_count_training_items
 from .training.deepspeed_reference import deepspeed_reference
@@ -218,12 +220,15 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     kvb, kv_dtype = _kv_dtype_bytes(sheet, plan)
     layout = engine.kv_layout(facts, dtype_bytes=kvb, tp=share.tp)
     seqs = share.sequences
-    tokens = inf.tokens_per_sequence
+    images = inf.images
+    image_tokens, image_text = image_tokens_per_request(
+        facts, per_request=images.per_request, width=images.width, height=images.height)
+    tokens = inf.tokens_per_sequence + image_tokens
     round_to = engine.kv_block_tokens(inf)
     lf = share.layer_fraction
     kv_full = int(Fraction(kv_bytes(layout, tokens=tokens, sequences=seqs, round_to=round_to)) * lf)
-    prompt_kv = engine.prompt_kv_bytes(layout, tokens=inf.prompt_tokens, sequences=seqs,
-                                       block_tokens=round_to)
+    prompt_kv = engine.prompt_kv_bytes(layout, tokens=inf.prompt_tokens + image_tokens,
+                                       sequences=seqs, block_tokens=round_to)
     kv_prompt = int(Fraction(prompt_kv) * lf)
     static = engine.kv_static(inf)
     kv_src = ("KV cache = layers × 2 × kv_heads × head_dim × tokens × sequences × bytes "
@@ -232,7 +237,9 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     kv_text = (f"{layout.description}; {seqs} sequence(s) × {tokens} tokens (prompt "
                f"{inf.prompt_tokens} + new {inf.new_tokens}) × {kvb} B ({kv_dtype})"
                + (f", blocks of {round_to} tokens" if round_to > 1 else "")
-               + (f" × {lf} of the layers on this GPU" if lf != 1 else ""))
+               + (f" × {lf} of the layers on this GPU" if lf != 1 else "")
+               + (f"; the prompt holds {image_text} more (the processor's rule, "
+                  "gpusizer/memory/vision.py)" if image_tokens else ""))
     phase_bytes = {} if static else {"prefill": kv_prompt}
     if not static and kv_prompt > kv_full:
         # sliding layers hold the whole prompt at the end of prefill (a view of it), more than
@@ -248,6 +255,8 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     items = [Item("kv_cache", kv_full_item, "estimated", ("prefill", "decode"), kv_src,
                   kv_text + (" (static cache: allocated whole before prefill)" if static else ""),
                   phase_bytes=phase_bytes)]
+    items += _recurrent_state_items(facts, sequences=seqs, dtype_bytes=b, share=share,
+                                    paged=engine.paged_mamba_state)
     kernel = engine.attention_kernel(plan.rules.attention)
     items.append(engine.prefill_working(facts, inference=inf, share=share, dtype_bytes=b,
                                         kernel=kernel, weights_format=plan.runs,
@@ -261,6 +270,28 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                       WORKING_SOURCE, f"kernel {kernel}; " + decode.formula))
     items += engine.decode_transients(facts, inference=inf, kv_bytes=kv_full, layer_fraction=lf)
     return items, kv_full, layout
+
+
+def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: int,
+                           share: Share, paged: bool) -> list[Item]:
+    """The ``recurrent_state`` item of a model with Mamba / linear-attention layers (none
+    otherwise): made by the first prefill step, held to the end (transformers keeps every
+    layer's state; vLLM one ``MambaSpec`` page per layer and request;
+    ``memory/recurrent_state.py``)."""
+    rule = vllm_recurrent_state_bytes if paged else recurrent_state_bytes
+    st = rule(facts, dtype_bytes=dtype_bytes, sequences=sequences, tp=share.tp)
+    if st is None:
+        return []
+    lf = share.layer_fraction
+    size = int(Fraction(st.total_bytes) * lf)
+    return [Item("recurrent_state", size, "estimated", ("prefill", "decode"),
+                 "per-sequence conv + SSM / delta-rule states (gpusizer/memory/recurrent_state.py:"
+                 " transformers cache_utils.LinearAttentionLayer; fp32 states of mamba_ssm and "
+                 "flash-linear-attention)",
+                 st.description + f": conv {st.conv_bytes} B + state {st.state_bytes} B"
+                 + (f" × {lf} of the layers on this GPU" if lf != 1 else "")
+                 + ("; vLLM: MambaSpec pages, not yet taken out of the KV pool's block count"
+                    if paged else ""))]
 
 
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,

@@ -56,6 +56,7 @@ ItemName = Literal[
     "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries", "master_weights",
     "master_gradients", "zero3_gathered_parameters",
     "int4_kernel_scratch", "int4_dequant_transient",
+    "recurrent_state",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -89,6 +90,7 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "rotary_cache": ItemKind(_T, "state"),
     "buffers": ItemKind(_T, "state"),
     "kv_cache": ItemKind(_T, "state", "KV cache"),
+    "recurrent_state": ItemKind(_T, "state", "recurrent state"),
     "gradients": ItemKind(_T, "state", "gradients"),
     "optimizer_states": ItemKind(_T, "state", "optimizer states"),
     "optimizer_states_paged": ItemKind(_N, "state"),

@@ -104,7 +104,7 @@ def kv_layout(facts: ModelFacts, *, dtype_bytes: int, mla_latent: bool = False,
     full_layers = arch.full_attention_layers
     sliding_layers = arch.sliding_attention_layers if arch.sliding_window else 0
     if sliding_layers == 0:
-        full_layers = arch.num_layers
+        full_layers = arch.num_layers - arch.cacheless_layers
     desc += f"; {full_layers} full-attention layers"
     if sliding_layers:
         desc += f" + {sliding_layers} sliding-window layers capped at {arch.sliding_window} tokens"

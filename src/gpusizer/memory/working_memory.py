@@ -38,6 +38,7 @@ from ..formats import Matrices, weight_format
 from ..formats.int4_kernels import int4_kernel
 from ..model.facts import ModelFacts
 from .items import Item
+from .recurrent_state import mixer_working_bytes
 
 __all__ = ["WorkingMemory", "forward_working_bytes", "attention_scores_bytes", "WORKING_SOURCE",
            "int4_kernel_items"]
@@ -163,7 +164,12 @@ def forward_working_bytes(facts: ModelFacts, *, batch: int, q_tokens: int, kv_to
     embeds = t * h * b if keeps_inputs_embeds else 0
     if embeds:
         parts.append(f"inputs_embeds kept for the whole forward {t} × {h} × {b} B")
-    layer = max(attn + quant, mlp + quant, moe + quant, norm) + embeds
+    # Mamba / linear-attention layers (none in attention-only models: 0)
+    mixer, mixer_text = mixer_working_bytes(facts, batch=batch, q_tokens=q_tokens,
+                                            dtype_bytes=b, tp=tp)
+    if mixer:
+        parts.append(mixer_text)
+    layer = max(attn + quant, mlp + quant, moe + quant, norm, mixer + quant) + embeds
     scores = attention_scores_bytes(batch=batch, heads=heads, q_tokens=q_tokens,
                                     kv_tokens=kv_tokens, dtype_bytes=b, kernel=kernel)
     if scores:

@@ -9,14 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .facts import LinearModule, MlaDims, MoeDims, ParamGroup, PersistentBuffer, PositionKind
+from .facts import (LinearModule, MlaDims, MoeDims, ParamGroup, PersistentBuffer, PositionKind,
+                    RecurrentState, VisionTower)
 
-__all__ = ["Architecture", "FULL", "SLIDING"]
+__all__ = ["Architecture", "FULL", "SLIDING", "RECURRENT", "NO_CACHE"]
 
 FULL = "full_attention"
 """``layer_types`` value of a layer whose KV cache grows with the whole sequence."""
 SLIDING = "sliding_attention"
 """``layer_types`` value of a layer whose KV cache is capped at ``sliding_window`` tokens."""
+RECURRENT = "linear_attention"
+"""``layer_types`` value of a Mamba / linear-attention layer: its cache is a per-sequence state
+(:class:`~gpusizer.model.facts.RecurrentState`), no keys or values (transformers' own name,
+``cache_utils.LinearAttentionLayer``)."""
+NO_CACHE = "no_cache"
+"""``layer_types`` value of a layer that caches nothing (Nemotron-H's MLP and MoE blocks)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +67,9 @@ class Architecture:
         parallel_block: attention and MLP read the same norm output and the attention output
             waits for the MLP (Cohere 2 ``residual + attention + mlp``). False where the
             arithmetic predates it (Falcon).
+        recurrent: the per-sequence states of the Mamba / linear-attention layers (one entry per
+            kind of such layer), empty for attention-only models.
+        vision: a vision-language model's image encoder and image-token rule, or None.
     """
 
     hidden_size: int
@@ -88,6 +98,8 @@ class Architecture:
     qk_norm: bool = False
     fused_gate_up_output: bool = False
     parallel_block: bool = False
+    recurrent: tuple[RecurrentState, ...] = ()
+    vision: VisionTower | None = None
 
     @property
     def total_parameters(self) -> int:
@@ -101,9 +113,15 @@ class Architecture:
     @property
     def full_attention_layers(self) -> int:
         """Layers whose KV cache grows with the whole sequence."""
-        return sum(1 for t in self.layer_types if t != SLIDING)
+        return sum(1 for t in self.layer_types if t not in (SLIDING, RECURRENT, NO_CACHE))
 
     @property
     def sliding_attention_layers(self) -> int:
         """Layers whose KV cache is capped at ``sliding_window`` tokens."""
         return sum(1 for t in self.layer_types if t == SLIDING)
+
+    @property
+    def cacheless_layers(self) -> int:
+        """Layers that hold no keys or values: Mamba / linear-attention layers (their cache is
+        :attr:`recurrent`) and layers without a token mixer (Nemotron-H MLP blocks)."""
+        return sum(1 for t in self.layer_types if t in (RECURRENT, NO_CACHE))

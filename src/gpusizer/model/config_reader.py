@@ -101,6 +101,42 @@ class ConfigReader:
             return None
         return self._check_int(key, value, minimum)
 
+    def optional_int_or_auto(self, key: str, auto: int) -> int:
+        """An integer; ``auto`` (the value transformers derives) when absent, null or the string
+        ``"auto"`` (Jamba's ``mamba_dt_rank``, Mamba-2's ``time_step_rank``)."""
+        value = self._raw(key)
+        if value is _MISSING or value is None or value == "auto":
+            return auto
+        return self._check_int(key, value, 1)
+
+    def optional_str(self, key: str) -> str | None:
+        """A string (Nemotron-H's ``hybrid_override_pattern``), or None when absent or null.
+
+        Raises:
+            ModelError: the value is not a string.
+        """
+        value = self._raw(key)
+        if value is _MISSING or value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {shown(value)}", value)
+        return value
+
+    def sub(self, key: str, **overrides: object) -> ConfigReader:
+        """A reader over the nested object ``key`` (a composite model's ``text_config`` or
+        ``vision_config``; empty when absent or null), with ``overrides`` set on it; errors name
+        ``file`` and the key.
+
+        Raises:
+            ModelError: the value is not a JSON object.
+        """
+        value = self._raw(key)
+        if value is _MISSING or value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected an object, got {shown(value)}", value)
+        return ConfigReader({**value, **overrides}, file=f"{self.file} ({key})")
+
     def flag(self, key: str, default: bool) -> bool:
         """A boolean; ``default`` (transformers' config default) when absent or null."""
         value = self._raw(key)

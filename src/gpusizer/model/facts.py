@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # architecture.py imports this module's value types
     from .architecture import Architecture
 
 __all__ = ["ParamRole", "ParamGroup", "ModuleRole", "MODULE_ROLES", "LinearModule",
-           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "ModelFacts",
+           "PositionKind", "PersistentBuffer", "MlaDims", "MoeDims", "RecurrentState",
+           "VisionTower", "ModelFacts",
            "QUANTIZABLE_ROLES"]
 
 ParamRole = Literal["embedding", "linear", "expert_linear", "router", "norm", "bias", "lm_head",
@@ -93,11 +94,12 @@ name, so a family whose projection is called ``Wqkv`` is sized like Llama's ``q_
 
 MODULE_ROLES: frozenset[str] = frozenset(get_args(ModuleRole))
 
-PositionKind = Literal["rope", "learned", "alibi"]
+PositionKind = Literal["rope", "learned", "alibi", "none"]
 """How a model encodes positions: ``rope`` (rotary, Su et al. 2021; an engine may cache cos/sin
 tables), ``learned`` (absolute position embeddings, a parameter: GPT-2 ``wpe``), ``alibi``
 (attention biases, Press et al. 2022: neither a parameter nor a rotary cache; Falcon with
-``alibi: true``)."""
+``alibi: true``), ``none`` (no position signal at all: Mamba-2's recurrence orders the
+tokens)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,81 @@ class MoeDims:
     expert_intermediate_size: int
     num_shared_experts: int
     moe_layers: int
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """The per-sequence state of one kind of Mamba / linear-attention layer (not per token).
+
+    transformers 5.24 keeps it in ``cache_utils.LinearAttentionLayer``: ``conv_states`` of shape
+    ``[batch, conv_channels, conv_kernel]`` in the activations' dtype (``update_conv_state``
+    keeps the last ``conv_kernel`` inputs of the causal convolution) and ``recurrent_states``
+    (the SSM or delta-rule state, ``state_elements`` per sequence) in ``state_dtype``.
+
+    Attributes:
+        kind: ``"selective_scan"`` (Mamba-1: intermediate × d_state), ``"ssd"`` (Mamba-2's
+            state-space duality scan: heads × head_dim × d_state) or ``"gated_delta_net"``
+            (value heads × k_head_dim × v_head_dim).
+        layers: decoder layers holding this state.
+        conv_channels: channels of the causal convolution per layer.
+        conv_kernel: its width (``conv_kernel`` / ``mamba_d_conv`` / ``linear_conv_kernel_dim``).
+        state_elements: elements of the recurrent state per layer per sequence.
+        state_dtype: torch dtype name of the recurrent state: ``"float32"`` where the GPU kernel
+            returns it in fp32 (mamba_ssm ``_state_passing_fwd`` / ``selective_scan_cuda``,
+            flash-linear-attention ``chunk_gated_delta_rule``), ``"compute"`` for the
+            activations' dtype.
+        served_state_dtype: the recurrent state's dtype in vLLM's pool: ``"compute"`` (its
+            ``mamba_ssm_cache_dtype`` "auto" is the model dtype,
+            ``MambaStateDtypeCalculator._mamba_state_dtype``) unless config.json names one
+            (Nemotron-H ``mamba_ssm_cache_dtype: float32``).
+        in_proj_width: outputs of the mixer's input projection(s) per token (the kernel's
+            working rule, ``memory/recurrent_state.mixer_working_bytes``).
+        inner: width of the scan's output per token (Mamba I; gated delta-net value width).
+        heads: SSM heads (Mamba-2) or value heads (gated delta-net); 0 for Mamba-1.
+        groups: B/C groups (Mamba-2 ``n_groups``).
+        chunk: tokens per chunk of the GPU kernel (SSD ``chunk_size``, 256; delta rule 64;
+            Mamba-1's selective scan 2048).
+    """
+
+    kind: str
+    layers: int
+    conv_channels: int
+    conv_kernel: int
+    state_elements: int
+    state_dtype: str = "float32"
+    served_state_dtype: str = "compute"
+    in_proj_width: int = 0
+    inner: int = 0
+    heads: int = 0
+    groups: int = 0
+    chunk: int = 0
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision-language model's image encoder and its processor's rule for image tokens.
+
+    Attributes:
+        parameters: elements of the vision tower and the multimodal projector (counted in
+            ``Architecture.params`` too, groups ``vision_tower`` / ``multi_modal_projector``).
+        rule: ``"fixed"`` (every image becomes ``tokens_per_image`` tokens: Gemma 3's
+            ``mm_tokens_per_image``, pan & scan off) or ``"grid"`` (Qwen2-VL / Qwen2.5-VL:
+            ``smart_resize`` to multiples of ``patch_size × merge_size``, then one token per
+            ``(patch_size × merge_size)²`` pixels).
+        tokens_per_image: the fixed rule's count.
+        patch_size: pixels per patch side (grid rule).
+        merge_size: patches merged per token side (grid rule).
+        min_pixels: smallest image area after resizing (grid rule).
+        max_pixels: largest image area after resizing (grid rule).
+    """
+
+    parameters: int
+    rule: str
+    tokens_per_image: int = 0
+    patch_size: int = 14
+    merge_size: int = 2
+    min_pixels: int = 56 * 56
+    max_pixels: int = 28 * 28 * 1280
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,7 @@ ITEM_MAPPING: dict[ItemName, tuple[ItemName, ...]] = {
     "gradients": ("gradients",),
     "optimizer_states": ("optimizer_states",),
     "kv_cache": ("kv_cache",),
+    "recurrent_state": ("recurrent_state",),
     "activations": ("activations", "logits", "autocast_weight_copies"),
     "temporaries": ("backward_working", "optimizer_step_temporary", "validation_working",
                     "prefill_working", "decode_working", "kv_cache_growth_transient",

@@ -52,6 +52,7 @@ CATEGORY_ITEMS: dict[str, ItemName] = {
     "parameters": "weights", "quantization_metadata": "quantization_metadata",
     "lora_adapters": "lora_adapters", "buffers": "buffers",
     "gradients": "gradients", "optimizer_states": "optimizer_states", "kv_cache": "kv_cache",
+    "recurrent_state": "recurrent_state",
     "activations": "activations", "temporaries": "temporaries",
 }
 """Tracker category → item name in the output."""
@@ -66,6 +67,8 @@ _ITEM_SOURCE: dict[ItemName, str] = {
     "gradients": ".grad of the trainable parameters",
     "optimizer_states": "tensors in optimizer.state after the first step",
     "kv_cache": "keys/values held by the transformers cache",
+    "recurrent_state": "conv and SSM / linear-attention states held by the transformers cache "
+                       "(LinearAttentionLayer conv_states, recurrent_states)",
     "activations": "tensors outliving the operator that made them (saved for backward, outputs, "
                    "logits) at the phase's peak",
     "temporaries": "tensors made and freed within the phase, live at its peak",
@@ -75,7 +78,8 @@ CARRIED_ITEMS: tuple[ItemName, ...] = ("cuda_context", "cublas_workspace", "nccl
                                        "allocator_slack")
 """estimate items the simulation cannot see, carried over with their own provenance."""
 
-_LOWER_BOUND_ITEMS: tuple[ItemName, ...] = ("weights", "lora_adapters", "kv_cache")
+_LOWER_BOUND_ITEMS: tuple[ItemName, ...] = ("weights", "lora_adapters", "kv_cache",
+                                            "recurrent_state")
 """What the simulated lower bound sums (at the end of decode, or at the optimizer step)."""
 
 LAID_OUT = ("nf4", "fp4", "int8", "fp8", "gptq-int4", "awq-int4")

@@ -319,6 +319,12 @@ class _KnownStorages:
                     kv = getattr(layer, name, None)
                     if kv is not None and hasattr(kv, "untyped_storage"):
                         out[id(kv.untyped_storage())] = "kv_cache"
+                # transformers 5.24 cache_utils.LinearAttentionLayer: per-sequence states of the
+                # Mamba / linear-attention layers, dicts of state index → tensor
+                for name in ("conv_states", "recurrent_states"):
+                    for state in (getattr(layer, name, None) or {}).values():
+                        if state is not None and hasattr(state, "untyped_storage"):
+                            out[id(state.untyped_storage())] = "recurrent_state"
         elif cache is not None:  # a model's own cache class: every tensor it holds
             for value in _tensors(vars(cache)):
                 out[id(value.untyped_storage())] = "kv_cache"

@@ -32,7 +32,8 @@ __all__ = ["CATEGORIES", "BLOCK_BYTES", "allocator_bytes", "StorageRecord", "Pha
            "LiveTracker"]
 
 CATEGORIES = ("parameters", "buffers", "activations", "gradients", "optimizer_states",
-              "temporaries", "kv_cache", "lora_adapters", "quantization_metadata")
+              "temporaries", "kv_cache", "recurrent_state", "lora_adapters",
+              "quantization_metadata")
 """What a live storage is, at a phase's peak.
 
 - ``parameters`` / ``buffers``: the model's; ``lora_adapters`` are the trainable LoRA
@@ -41,6 +42,8 @@ CATEGORIES = ("parameters", "buffers", "activations", "gradients", "optimizer_st
 - ``gradients``: ``.grad`` of parameters.
 - ``optimizer_states``: tensors in ``optimizer.state``.
 - ``kv_cache``: the tensors the generation cache holds.
+- ``recurrent_state``: the conv and SSM / linear-attention states the cache holds for the
+  Mamba and linear-attention layers (``conv_states``, ``recurrent_states``).
 - ``activations``: anything else that outlives the phase it was made in (saved for backward,
   outputs, logits), or that was made in an earlier phase.
 - ``temporaries``: made in this phase and freed before it ends.

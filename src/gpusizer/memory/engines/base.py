@@ -133,6 +133,9 @@ class Engine(Protocol):
             ``fused_moe``), not a loop over experts.
         keeps_inputs_embeds: the embedding output stays referenced for the whole forward
             (transformers ``inputs_embeds``).
+        paged_mamba_state: Mamba / linear-attention states are kept as vLLM's ``MambaSpec``
+            pages (conv_kernel − 1 columns, SSM in ``mamba_ssm_cache_dtype``) rather than
+            transformers' ``LinearAttentionLayer`` (``memory/recurrent_state.py``).
         budget_rule: how a serving engine's budget is derived, in the report's words ("total ×
             gpu_memory_utilization"); empty without a pool.
         pool_peak_note: the note saying that ``peak_bytes`` is the pool's budget; empty without
@@ -147,6 +150,7 @@ class Engine(Protocol):
     placement: PlacementRule
     fused_moe: bool
     keeps_inputs_embeds: bool
+    paged_mamba_state: bool
     budget_rule: str
     pool_peak_note: str
 

@@ -56,6 +56,7 @@ class VllmEngine(EngineBase):
     placement = PlacementRule(tp_replicated_embedding=False)
     fused_moe = True
     keeps_inputs_embeds = False
+    paged_mamba_state = True
     budget_rule = "total × gpu_memory_utilization"
     """How the budget is derived, in the report's words."""
     pool_peak_note = ("vLLM: peak_bytes and device_peak_bytes are vLLM's budget (total × "

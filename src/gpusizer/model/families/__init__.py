@@ -14,9 +14,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from ...errors import UnknownArchitectureError, shown
-from . import (cohere2, deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text, glm4,
-               glm4_moe, gpt2, gpt_neox, gpt_oss, llama, llama4_text, mistral, mixtral, olmo2, phi3, phimoe,
-               qwen2, qwen3, qwen3_moe, starcoder2)
+from . import (cohere2, deepseek_v2, deepseek_v3, falcon, falcon_h1, gemma, gemma2, gemma3,
+               gemma3_text, glm4, glm4_moe, gpt2, gpt_neox, gpt_oss, granitemoehybrid, jamba,
+               llama, llama4_text, mamba2, mistral, mixtral, nemotron_h, olmo2, phi3, phimoe,
+               qwen2, qwen2_5_vl, qwen3, qwen3_moe, qwen3_next, starcoder2)
 
 __all__ = ["FAMILIES", "family_for"]
 
@@ -44,6 +45,14 @@ FAMILIES: dict[str, ModuleType] = {
     "glm4_moe": glm4_moe,
     "phimoe": phimoe,
     "llama4_text": llama4_text,
+    "mamba2": mamba2,
+    "jamba": jamba,
+    "qwen3_next": qwen3_next,
+    "nemotron_h": nemotron_h,
+    "falcon_h1": falcon_h1,
+    "granitemoehybrid": granitemoehybrid,
+    "gemma3": gemma3,
+    "qwen2_5_vl": qwen2_5_vl,
 }
 """config.json ``model_type`` → family module."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..facts import LinearModule, ModuleRole, ParamGroup, ParamRole
 
 __all__ = ["Linear", "Experts", "DecoderShapes", "gqa_attention", "mlp", "param_groups",
-           "linear_modules"]
+           "linear_modules", "modules_of"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,17 @@ def _linear_groups(name: str, role: ParamRole, matrices: tuple[Linear, ...], tim
     return groups
 
 
+def modules_of(prefix: str, mats: tuple[Linear, ...], count: int,
+               roles: dict[str, ModuleRole] | None = None) -> list[LinearModule]:
+    """``mats`` as :class:`LinearModule` s under ``prefix``, each in ``count`` layers (none when
+    ``count`` is 0), their roles renamed through ``roles`` (a shared expert's ``mlp_in`` →
+    ``shared_expert_in``)."""
+    if not count:
+        return []
+    return [LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count,
+                         (roles or {}).get(m.role, m.role)) for m in mats]
+
+
 def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
     """The model's linear layers by module path and role, as PEFT sees them (``target_modules``
     suffixes).
@@ -210,9 +221,7 @@ def linear_modules(shapes: DecoderShapes) -> tuple[LinearModule, ...]:
 
     def add(prefix: str, mats: tuple[Linear, ...], count: int,
             roles: dict[str, ModuleRole] | None = None) -> None:
-        if count:
-            out.extend(LinearModule(f"{prefix}.{m.name}", m.rows, m.cols, count,
-                                    (roles or {}).get(m.role, m.role)) for m in mats)
+        out.extend(modules_of(prefix, mats, count, roles))
 
     add(s.attention_prefix, s.attention, s.num_layers)
     add(s.mlp_prefix, s.dense_mlp, dense_layers)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..architecture import FULL, SLIDING
 from ..config_reader import ConfigReader
 
-__all__ = ["full_only", "uniform_window", "qwen_window", "periodic"]
+__all__ = ["full_only", "uniform_window", "qwen_window", "periodic", "attention_every",
+           "listed_mixers"]
 
 Layout = tuple[tuple[str, ...], int | None]
 
@@ -74,6 +75,52 @@ def periodic(cfg: ConfigReader, num_layers: int, *, period: int, window_default:
     if window is None and SLIDING in types:
         raise cfg.error("sliding_window", "null, but the layer pattern has sliding layers")
     return types, (window if SLIDING in types else None)
+
+
+def attention_every(cfg: ConfigReader, num_layers: int, *, period_key: str, offset_key: str,
+                    period: int, offset: int) -> tuple[str, ...]:
+    """Per layer ``"attention"`` where ``i % period == offset``, else ``"mixer"`` (a Mamba layer).
+
+    Source: transformers 5.24 ``models/jamba/configuration_jamba.py`` ``layers_block_type``
+    (``attn_layer_period`` 8, ``attn_layer_offset`` 4: one attention layer in eight).
+
+    Raises:
+        ModelError: the offset is not below the period.
+    """
+    period = cfg.optional_int(period_key, period)
+    offset = cfg.optional_int(offset_key, offset, minimum=0)
+    if offset >= period:
+        raise cfg.error(offset_key, f"must be below {period_key} ({period})", offset)
+    return tuple("attention" if i % period == offset else "mixer" for i in range(num_layers))
+
+
+def listed_mixers(cfg: ConfigReader, num_layers: int, *, names: dict[str, str],
+                  key: str = "layer_types", interval_key: str | None = None,
+                  interval: int = 4) -> tuple[str, ...]:
+    """Per layer ``"attention"``, ``"mixer"`` or ``""`` from a listed pattern, each listed name
+    mapped through ``names`` (e.g. ``{"full_attention": "attention", "linear_attention":
+    "mixer"}``); without the list, every ``interval``-th layer (1-based) is attention.
+
+    Source: transformers 5.24 ``models/qwen3_next/configuration_qwen3_next.py`` (``layer_types``
+    default: ``linear_attention`` unless ``(i + 1) % full_attention_interval == 0``, interval 4).
+
+    Raises:
+        ModelError: the list's length is not the layer count, or it names an unknown kind.
+    """
+    listed = cfg.str_list(key)
+    if listed is None:
+        if interval_key is not None:
+            interval = cfg.optional_int(interval_key, interval)
+        return tuple("attention" if (i + 1) % interval == 0 else "mixer"
+                     for i in range(num_layers))
+    if len(listed) != num_layers:
+        raise cfg.error(key, f"lists {len(listed)} layers but the model has {num_layers}",
+                        list(listed))
+    unknown = sorted(set(listed) - set(names))
+    if unknown:
+        raise cfg.error(key, f"unsupported layer type(s) {unknown}; known: {sorted(names)}",
+                        list(listed))
+    return tuple(names[t] for t in listed)
 
 
 def _listed(cfg: ConfigReader, num_layers: int) -> tuple[str, ...] | None:
