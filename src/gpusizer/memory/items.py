@@ -54,6 +54,7 @@ ItemName = Literal[
     "kv_cache_growth_transient", "activations", "logits", "autocast_weight_copies",
     "backward_working", "optimizer_step_temporary", "validation_working", "export_transient",
     "zero_reduce_bucket", "fsdp_gathered_layers", "temporaries",
+    "modules_to_save", "adapter_buffers", "adapter_state", "adapter_activations",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -109,6 +110,11 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "zero_reduce_bucket": ItemKind(_T, "working"),
     "fsdp_gathered_layers": ItemKind(_T, "working"),
     "temporaries": ItemKind(_T, "working"),
+    # PEFT methods (memory/training/peft_methods.py)
+    "modules_to_save": ItemKind(_T, "parameter"),
+    "adapter_buffers": ItemKind(_T, "parameter"),
+    "adapter_state": ItemKind(_T, "state"),
+    "adapter_activations": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
 library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states

@@ -33,7 +33,7 @@ from .dtypes import TrainingDtypes, training_dtypes
 from .export import export_items
 from .optimizer import optimizer_items
 from .placement import placement_items, resharded_weights, sharding
-from .trainable import adapter_items, trainable, trained_parts
+from .trainable import adapter_items, method_items, trainable, trained_parts
 from .validation import validation_item
 
 __all__ = ["TrainingSummary", "training_items", "trained_parts", "TRAINING_STRATEGIES"]
@@ -101,6 +101,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     trained = trainable(sheet, facts)
     gradients_bytes = trained.parameters * dtypes.trainable_bytes // shards.states
     adapters, adapter_notes = adapter_items(training, trained, dtypes, shards, phases)
+    added, added_notes = method_items(training, facts, trained, dtypes, shards, phases,
+                                      quantized_base=not weight_format(runs).dense)
     optimizer, optimizer_notes = optimizer_items(training, trained, dtypes.trainable_bytes, shards)
     backward, peak = backward_items(training, facts, trained, dtypes, shards, runs=runs,
                                     kernel=kernel, gradients_bytes=gradients_bytes)
@@ -108,16 +110,18 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     placed, placement_notes = placement_items(facts, runs=runs, full=trained.full, dtypes=dtypes,
                                               shards=shards, gradients_bytes=gradients_bytes)
     items = [*resharded_weights(weight_items, trained, dtypes, shards, phases), *adapters,
+             *added,
              *cast_items(facts, trained.full, training.gradient_checkpointing, dtypes, shards,
                          phases), *optimizer, *backward,
-             validation_item(training, facts, dtypes, runs=runs, kernel=kernel), *export, *placed]
+             validation_item(training, facts, dtypes, runs=runs, kernel=kernel,
+                             virtual_tokens=trained.virtual_tokens), *export, *placed]
     tokens = training.microbatch * training.sequence_length
     summary = TrainingSummary(trained.parameters, dtypes.trainable_dtype,
                               trained.adapters.targets if trained.adapters else (), tokens,
                               tokens * training.gradient_accumulation * shards.data_parallel,
                               peak.at, export_bytes, kernel)
-    notes = [*adapter_notes, *optimizer_notes, *placement_notes, *_closing_notes(sheet, dtypes,
-                                                                                summary)]
+    notes = [*adapter_notes, *added_notes, *optimizer_notes, *placement_notes,
+             *_closing_notes(sheet, dtypes, summary)]
     return items, notes, summary
 
 

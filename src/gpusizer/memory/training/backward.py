@@ -28,7 +28,8 @@ def backward_items(training: Training, facts: ModelFacts, trained: Trainable,
                    gradients_bytes: int) -> tuple[list[Item], SweepPeak]:
     """``activations``, ``logits``, ``gradients`` and ``backward_working``, each with its size at
     the backward peak, and that peak."""
-    batch, seq = training.microbatch, training.sequence_length
+    # a prompt-learning PEFT method's virtual tokens run through every layer and the logits
+    batch, seq = training.microbatch, training.sequence_length + trained.virtual_tokens
     tokens = batch * seq
     layer = layer_activations(facts, batch=batch, seq=seq, c=dtypes.compute_bytes, kernel=kernel,
                               parts=trained.parts, residual_bytes=dtypes.residual_bytes,
