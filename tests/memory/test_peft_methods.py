@@ -78,3 +78,176 @@ def test_method_count_equals_peft(method, family):
 def test_registry_has_every_sheet_method():
     assert tuple(PEFT_METHODS) == tuple(sorted(PEFT_METHOD_NAMES, key=list(PEFT_METHODS).index))
     assert set(PEFT_METHODS) == set(PEFT_METHOD_NAMES)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("family", ["llama", "gemma2"])   # gemma2 ties lm_head to embed_tokens
+@pytest.mark.parametrize("saved", [["lm_head"], ["embed_tokens", "lm_head"], ["o_proj"]])
+@pytest.mark.parametrize("method", ["lora", "prompt"])
+def test_modules_to_save_equals_peft(method, family, saved):
+    cfg = _two_layers(FAMILIES[family])
+    sheet = training_sheet(method, family)
+    from gpusizer.memory.training.trainable import saved_modules
+    facts = _facts(cfg)
+    adapters = peft_adapters(sheet.training, facts)
+    ours = adapters.parameters + saved_modules(saved, facts, adapters).parameters
+    assert ours == peft_count(cfg, sheet, modules_to_save=saved)
+
+
+def test_modules_to_save_by_hand_and_refusals():
+    from gpusizer.memory.training.trainable import saved_modules
+    facts = _facts(_two_layers("meta-llama/Meta-Llama-3.1-8B"))
+    adapters = peft_adapters(training_sheet("lora").training, facts)
+    # lm_head 128256 × 4096 (Llama 3.1 config: vocab_size, hidden_size)
+    assert saved_modules(["lm_head"], facts, adapters).parameters == 128256 * 4096
+    with pytest.raises(SheetError, match="adapted by peft lora too"):
+        saved_modules(["q_proj"], facts, adapters)     # LoRA's default targets q_proj, v_proj
+    with pytest.raises(SheetError) as e:
+        saved_modules(["wte"], facts, adapters)
+    assert e.value.field == "training.modules_to_save" and "embed_tokens" in str(e.value)
+
+
+def test_counts_by_hand_llama():
+    """Llama 3.1 8B shapes: q 4096 → 4096, v 4096 → 1024, down 14336 → 4096; two layers."""
+    facts = _facts(_two_layers("meta-llama/Meta-Llama-3.1-8B"))
+
+    def count(method, **options):
+        return peft_adapters(training_sheet(method, **options).training, facts).parameters
+    # IA3 on k, v (out 1024 each) and down (feedforward: in 14336)
+    assert count("ia3") == 2 * (1024 + 1024 + 14336)
+    # VeRA r 256 on q, v: λ_b (out) + λ_d (r)
+    assert count("vera") == 2 * ((4096 + 256) + (1024 + 256))
+    # OFT block 32 on q, v (in 4096): 128 blocks × 32·31/2
+    assert count("oft") == 2 * 2 * 128 * 496
+    # LoKr r 8: q 4096 = 64·64 both sides: w1 64×64, w2 64×8 + 8×64; v out 1024 = 32·32
+    assert count("lokr") == 2 * ((64 * 64 + 2 * 64 * 8) + (32 * 64 + 32 * 8 + 8 * 64))
+    # prefix tuning, GQA: token_dim = head_dim 128 × 8 KV heads; 20 × 2 layers × 2 × 1024
+    assert count("prefix") == 20 * 2 * 2 * 1024
+    # prompt tuning: 20 × hidden 4096
+    assert count("prompt") == 20 * 4096
+
+
+def _step(tokens=4096, batch=2, c=2, a=4, amp=True, checkpointing=False, base_bytes=2):
+    return Step(tokens, batch, c, a, amp, checkpointing, base_bytes)
+
+
+def test_added_memory_by_hand_llama():
+    facts = _facts(_two_layers("meta-llama/Meta-Llama-3.1-8B"))
+
+    def added(method, step=None, **options):
+        adapters = peft_adapters(training_sheet(method, **options).training, facts)
+        return PEFT_METHODS[method].added(adapters, facts, step or _step())
+    T = 4096
+    # DoRA on q (out 4096), v (out 1024): base_result + lora_result, 2 × T × out × 2 B, 2
+    # layers; + q's weight-norm recomputation: eye 4096² × 4 + BA 4096² × (4 + 2 × 2)
+    dora = added("dora")
+    assert dora.activations_bytes == 2 * 2 * T * (4096 + 1024) * 2 + 4096 * 4096 * (4 + 8)
+    # IA3: k, v outputs kept (T × 1024 × 2 B each, 2 layers); down scales its input
+    assert added("ia3").activations_bytes == 2 * 2 * T * 1024 * 2
+    # LoHa: delta q 4096², v 1024 × 4096, × 2 B, + (amp) input copies T × 4096 × 2 B
+    assert added("loha").activations_bytes == 2 * ((4096 + 1024) * 4096 * 2 + 2 * T * 4096 * 2)
+    # ... one layer's only under gradient checkpointing
+    assert added("loha", _step(checkpointing=True)).activations_bytes == \
+        (4096 + 1024) * 4096 * 2 + 2 * T * 4096 * 2
+    # VeRA r 256: T × (256 + out) × 2 B kept; projections 256 × (4096 + 4096) × 2 B
+    vera = added("vera")
+    assert vera.activations_bytes == 2 * T * ((256 + 4096) + (256 + 1024)) * 2
+    assert vera.buffer_bytes == 256 * (4096 + 4096) * 2
+    # AdaLoRA init_r 12: rank allocator 3 × (q 12 × (4096 + 4096 + 1) + v 12 × (4096 + 1024 + 1))
+    # × 2 layers × 4 B
+    assert added("adalora").state_bytes == 3 * 2 * 12 * ((8192 + 1) + (5120 + 1)) * 4
+    # prefix, 20 tokens: K, V over 20 positions, 2 × b 2 × 20 × 8 KV heads × 128 × 2 B × 2 layers
+    assert added("prefix").activations_bytes == 2 * 2 * 20 * 8 * 128 * 2 * 2
+    # BOFT: not derived, so unknown with its reason (never 0)
+    boft = added("boft")
+    assert boft.activations_bytes is None and "BOFT" in boft.unknown_reason
+
+
+def test_options_are_checked():
+    facts = _facts(_two_layers("meta-llama/Meta-Llama-3.1-8B"))
+    with pytest.raises(SheetError) as e:
+        peft_adapters(training_sheet("loha", lora_alpha=16).training, facts)
+    assert e.value.field == "training.peft_options.lora_alpha" and "r, target_modules" in str(
+        e.value)
+    sheet = parse_sheet({"model": {"id": "test/model"}, "task": "lora", "weights": "bf16",
+                         "training": {"sequence_length": 8, "microbatch": 1, "peft": "prompt"}})
+    with pytest.raises(SheetError, match="num_virtual_tokens"):
+        peft_adapters(sheet.training, facts)
+    with pytest.raises(SheetError) as e:
+        peft_adapters(training_sheet("oft", r=8, oft_block_size=32).training, facts)
+    assert e.value.field == "training.peft_options.r"
+    # AdaLoRA: PEFT 0.21 has no default targets for mistral (peft/utils/constants.py)
+    mistral = _facts(_two_layers("mistralai/Mistral-7B-v0.3"))
+    with pytest.raises(SheetError, match="no default"):
+        peft_adapters(training_sheet("adalora").training, mistral)
+
+
+def test_sheet_refuses_peft_keys_that_cannot_apply():
+    base = {"model": {"id": "test/model"}, "weights": "bf16"}
+    with pytest.raises(SheetError, match="not full"):
+        parse_sheet({**base, "task": "full", "training": {"sequence_length": 8, "microbatch": 1,
+                                                          "peft": "ia3"}})
+    with pytest.raises(SheetError, match="cannot merge"):
+        parse_sheet({**base, "task": "lora", "training": {
+            "sequence_length": 8, "microbatch": 1, "peft": "prefix", "export": "merged",
+            "peft_options": {"num_virtual_tokens": 4}}})
+    with pytest.raises(SheetError) as e:
+        parse_sheet({**base, "task": "lora", "training": {
+            "sequence_length": 8, "microbatch": 1, "peft": "vera", "lora": {"rank": 4}}})
+    assert e.value.field == "training.lora"
+
+
+def test_default_peft_keys_leave_the_hash():
+    from gpusizer.sheet import sheet_sha256
+    base = {"model": {"id": "test/model"}, "task": "lora", "weights": "bf16",
+            "training": {"sequence_length": 8, "microbatch": 1}}
+    explicit = {**base, "training": {**base["training"], "peft": "lora"}}
+    other = {**base, "training": {**base["training"], "peft": "dora"}}
+    assert sheet_sha256(parse_sheet(base)) == sheet_sha256(parse_sheet(explicit))
+    assert sheet_sha256(parse_sheet(base)) != sheet_sha256(parse_sheet(other))
+
+
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+
+
+def _estimate(method, **training):
+    from gpusizer.memory.estimate import estimate_memory
+
+    from .conftest import facts_of, sheet
+    options = {"num_virtual_tokens": 20} if PEFT_METHODS[method].prompt else {}
+    tr = {"sequence_length": 1024, "microbatch": 2, "precision": "amp", "peft": method,
+          **({"peft_options": options} if options else {}), **training}
+    est = estimate_memory(sheet(task="lora", training=tr), facts_of(LLAMA))
+    return est, {i.name: i for i in est.items}
+
+
+@pytest.mark.parametrize("method", PEFT_METHOD_NAMES)
+def test_every_method_estimates_full_size(method):
+    """The whole 32-layer Llama 3.1 8B: the adapter item is the method's count × 4 B (amp)."""
+    est, items = _estimate(method)
+    from .conftest import facts_of, sheet
+    training = sheet(task="lora", training={
+        "sequence_length": 1024, "microbatch": 2, "peft": method,
+        **({"peft_options": {"num_virtual_tokens": 20}} if PEFT_METHODS[method].prompt
+           else {})}).training
+    assert items["lora_adapters"].bytes == peft_adapters(training, facts_of(LLAMA)).parameters * 4
+    if method == "boft":
+        assert items["adapter_activations"].bytes is None
+        assert "not derived" in items["adapter_activations"].unknown_reason
+    elif method in ("lora", "rslora", "prompt"):
+        assert "adapter_activations" not in items
+
+
+def test_prompt_tokens_reach_the_logits():
+    """20 virtual tokens: logits of 2 × (1024 + 20) positions instead of 2 × 1024."""
+    _, lora = _estimate("lora")
+    _, prompt = _estimate("prompt")
+    assert prompt["logits"].bytes * 1024 == lora["logits"].bytes * 1044
+
+
+def test_modules_to_save_item_and_gradients():
+    """lm_head copy 128256 × 4096 trained in fp32 (amp): its item, and its gradient."""
+    _, plain = _estimate("lora")
+    _, saved = _estimate("lora", modules_to_save=["lm_head"])
+    assert saved["modules_to_save"].bytes == 128256 * 4096 * 4
+    assert saved["gradients"].bytes - plain["gradients"].bytes == 128256 * 4096 * 4
