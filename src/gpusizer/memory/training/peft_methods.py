@@ -488,7 +488,9 @@ def _token_dim(facts: ModelFacts, options: dict[str, Any], prefix: bool) -> int:
         return _int_option(options, "token_dim", 1)
     arch = facts.architecture
     if prefix:
-        return arch.head_dim * arch.num_key_value_heads
+        # transformers' DeepseekV2/V3 configs set head_dim = qk_rope_head_dim, which PEFT reads
+        head_dim = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
+        return head_dim * arch.num_key_value_heads
     return arch.hidden_size
 
 
@@ -559,6 +561,10 @@ def _prefix_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Ad
     with prefix_projection the MLP keeps b × n × (d + H) in c."""
     tokens, batch, c, a, amp, checkpointing, _ = step
     arch = facts.architecture
+    if arch.mla:
+        return Added(None, unknown_reason="PEFT sizes the prefix as head_dim (qk_rope_head_dim) "
+                     "× KV heads, which is neither MLA's key (qk_nope + qk_rope) nor value "
+                     "width: what its attention keeps is not derived")
     n, o = _int_option(adapters.options, "num_virtual_tokens", 1), adapters.options
     per_layer = 2 * batch * n * arch.num_key_value_heads * arch.head_dim * c
     layers = 1 if checkpointing else arch.num_layers
