@@ -17,6 +17,7 @@ Run: ``python benchmarks/peft_methods.py [--only MODEL_TYPE ...] [--methods lora
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import warnings
 
@@ -65,8 +66,24 @@ def _peft(config: dict, sheet) -> tuple[int | None, str]:
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     name, kw = peft_config_kwargs(sheet.training)
+    # BOFT makes an (in × in) permutation buffer per adapted module on the default device
+    # (peft/tuners/boft/layer.py ``update_layer``, ``perm2mat``): tens of GB at full size. It is
+    # no parameter: on the meta device, with perm2mat's fill (``.item()``) skipped, the
+    # trainable tensors PEFT makes are the same
+    device = contextlib.nullcontext()
+    if name == "BOFTConfig":
+        from unittest import mock
+
+        from peft.tuners.boft.layer import BOFTLayer
+        device = contextlib.ExitStack()
+        device.enter_context(torch.device("meta"))
+        device.enter_context(mock.patch.object(
+            BOFTLayer, "perm2mat", lambda self, indices: torch.zeros(len(indices),
+                                                                     len(indices))))
     try:
-        wrapped = peft.get_peft_model(model, getattr(peft, name)(task_type="CAUSAL_LM", **kw))
+        with device:
+            wrapped = peft.get_peft_model(model, getattr(peft, name)(task_type="CAUSAL_LM",
+                                                                     **kw))
     except (ValueError, TypeError, KeyError, RuntimeError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return sum(p.numel() for p in wrapped.parameters() if p.requires_grad), ""

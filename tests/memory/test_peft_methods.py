@@ -142,16 +142,21 @@ def test_added_memory_by_hand_llama():
     # layers; + q's weight-norm recomputation: eye 4096² × 4 + BA 4096² × (4 + 2 × 2)
     dora = added("dora")
     assert dora.activations_bytes == 2 * 2 * T * (4096 + 1024) * 2 + 4096 * 4096 * (4 + 8)
-    # IA3: k, v outputs kept (T × 1024 × 2 B each, 2 layers); down scales its input
-    assert added("ia3").activations_bytes == 2 * 2 * T * 1024 * 2
-    # LoHa: delta q 4096², v 1024 × 4096, × 2 B, + (amp) input copies T × 4096 × 2 B
-    assert added("loha").activations_bytes == 2 * ((4096 + 1024) * 4096 * 2 + 2 * T * 4096 * 2)
+    # IA3 (amp): k, v outputs kept (T × 1024 × 2 B each) with their scaling vectors (1024 × 4 B);
+    # down (feedforward) keeps the fp32 copy of its input T × 14336 × 4 B and a 14336 × 4 B
+    # vector; 2 layers
+    assert added("ia3").activations_bytes == 2 * (2 * (T * 1024 * 2 + 1024 * 4)
+                                                  + T * 14336 * 4 + 14336 * 4)
+    # LoHa: delta q 4096², v 1024 × 4096, × 2 B (LoHa passes its input as it is)
+    assert added("loha").activations_bytes == 2 * (4096 + 1024) * 4096 * 2
     # ... one layer's only under gradient checkpointing
     assert added("loha", _step(checkpointing=True)).activations_bytes == \
-        (4096 + 1024) * 4096 * 2 + 2 * T * 4096 * 2
-    # VeRA r 256: T × (256 + out) × 2 B kept; projections 256 × (4096 + 4096) × 2 B
+        (4096 + 1024) * 4096 * 2
+    # VeRA r 256: T × (256 + out) × 2 B kept, + (amp) the copies of A and B slices
+    # 256 × (in + out) × 2 B per module
     vera = added("vera")
-    assert vera.activations_bytes == 2 * T * ((256 + 4096) + (256 + 1024)) * 2
+    assert vera.activations_bytes == 2 * (T * ((256 + 4096) + (256 + 1024)) * 2
+                                          + 256 * ((4096 + 4096) + (4096 + 1024)) * 2)
     assert vera.buffer_bytes == 256 * (4096 + 4096) * 2
     # AdaLoRA init_r 12: rank allocator 3 × (q 12 × (4096 + 4096 + 1) + v 12 × (4096 + 1024 + 1))
     # × 2 layers × 4 B
@@ -251,3 +256,58 @@ def test_modules_to_save_item_and_gradients():
     _, saved = _estimate("lora", modules_to_save=["lm_head"])
     assert saved["modules_to_save"].bytes == 128256 * 4096 * 4
     assert saved["gradients"].bytes - plain["gradients"].bytes == 128256 * 4096 * 4
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("amp", [True, False])
+@pytest.mark.parametrize("method,options", [
+    ("ia3", {"feedforward_modules": []}), ("ia3", {"feedforward_modules": ["q_proj"]}),
+    ("loha", {}), ("lokr", {}), ("oft", {}), ("vera", {"r": 64}), ("adalora", {})])
+def test_added_activations_equal_what_autograd_saves(method, options, amp):
+    """One PEFT module (q_proj, 256 → 128, bf16 base) on a 1024-token input, under CPU autocast
+    (amp, fp32 adapters) or not (pure, bf16 adapters): the bytes of every tensor autograd saves
+    (``torch.autograd.graph.saved_tensors_hooks``), parameters, buffers and the input itself
+    left out, equal the method's ``Added.activations_bytes`` for that module, up to the 0–4 B
+    scalars PEFT keeps (LoHa's ``scale``, AdaLoRA's ``ranknum + ε``), not counted."""
+    from gpusizer.memory.training.peft_methods import (PeftAdapters, ModuleShare,
+                                                       resolved_options)
+    from gpusizer.model.facts import LinearModule
+    IN, OUT, T = 256, 128, 1024
+
+    class One(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(IN, OUT, bias=False, dtype=torch.bfloat16)
+
+        def forward(self, x):
+            return self.q_proj(x)
+    sheet = training_sheet(method, target_modules=["q_proj"], **options)
+    _, kw = peft_config_kwargs(sheet.training)
+    wrapped = peft.get_peft_model(One(), getattr(peft, PEFT_METHODS[method].config_class)(**kw),
+                                  autocast_adapter_dtype=amp)
+    wrapped.train()
+    owned = {t.data_ptr() for t in [*wrapped.parameters(), *wrapped.buffers()]}
+    x = torch.randn(T, IN, dtype=torch.bfloat16, requires_grad=True)
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        if t.data_ptr() not in owned | {x.data_ptr()}:
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            wrapped(x)
+    module = LinearModule("self_attn.q_proj", OUT, IN, 1, "attention_in")
+    opts = resolved_options(sheet.training)
+    if method == "ia3":
+        opts["feedforward_modules"] = options["feedforward_modules"]
+    from gpusizer.memory.training import peft_methods as pm
+    fn = {"ia3": pm._ia3_tensors, "loha": pm._loha_tensors, "lokr": pm._lokr_tensors,
+          "oft": pm._oft_tensors, "vera": pm._vera_tensors, "adalora": pm._adalora_tensors}
+    share = ModuleShare(module, fn[method](module, opts),
+                        pm._ia3_feedforward(module, opts) if method == "ia3" else method != "vera")
+    adapters = PeftAdapters(method, (module,), ("q_proj",), share.parameters, (), "", (share,),
+                            0, opts)
+    step = Step(T, 1, 2, 4 if amp else 2, amp, False, 2)
+    ours = PEFT_METHODS[method].added(adapters, None, step).activations_bytes
+    assert 0 <= sum(saved.values()) - ours <= 4

@@ -278,12 +278,20 @@ def _ia3_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[i
 
 def _ia3_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
     """``base_layer(x) * ia3_l`` keeps the base output (T × out, c) for ``ia3_l``'s gradient;
-    on a feedforward module ``x * ia3_l`` keeps the input (counted in ``activations``)."""
+    on a feedforward module ``x * ia3_l`` keeps the input (counted in ``activations``), which
+    under amp is ``x.to(ia3_l.dtype)``, a T × in × a copy (the multiply is not autocast); each
+    keeps its scaling vector ``1 * ia3_l.flatten()`` (in or out values, a). Checked with
+    ``saved_tensors_hooks`` around one PEFT module, amp and pure."""
     tokens, batch, c, a, amp, checkpointing, _ = step
-    outs = [s.module for s in adapters.shares if not s.saves_input]
-    saved = sum((1 if checkpointing else m.count) * tokens * m.rows * c for m in outs)
-    return Added(saved, f"base outputs T × out × {c} B of the non-feedforward modules over "
-                 f"{_layers_text(checkpointing)} = {saved} B")
+    layers = (lambda m: 1) if checkpointing else (lambda m: m.count)
+    # + the scaling vector ``1 * ia3_l.flatten()``, a new tensor of in or out values in a
+    saved = sum(layers(s.module) * ((tokens * s.module.cols * a if amp else 0) + s.module.cols * a
+                                    if s.saves_input else (tokens * c + a) * s.module.rows)
+                for s in adapters.shares)
+    return Added(saved, f"base outputs T × out × {c} B of the non-feedforward modules, scaling "
+                 f"vectors × {a} B"
+                 + (f", fp32 input copies T × in × {a} B of the feedforward ones" if amp else "")
+                 + f" over {_layers_text(checkpointing)} = {saved} B")
 
 
 # --- LoHa / LoKr: peft/tuners/loha/layer.py, peft/tuners/lokr/layer.py ---
@@ -332,13 +340,16 @@ def _delta_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Add
     """LoHa / LoKr build the whole delta weight each forward (``get_delta_weight``: a Hadamard
     or Kronecker product, out × in) and run ``F.linear(x, delta)``, which keeps the delta
     (trained) for x's gradient, in c (autocast's copy under amp, the adapter dtype under pure);
-    under amp it keeps autocast's c copy of the input cast to the adapter dtype (T × in × c)
-    too (``_cast_input_dtype``)."""
+    under amp LoKr also keeps autocast's c copy of its input, which it first casts to the
+    adapter dtype (``_cast_input_dtype`` in ``lokr/layer.py`` ``_get_delta_activations``;
+    LoHa's passes x as it is). Checked by counting the tensors autograd saves
+    (``torch.autograd.graph.saved_tensors_hooks``) around one PEFT module, amp and pure."""
     tokens, batch, c, a, amp, checkpointing, _ = step
+    copy = amp and adapters.method == "lokr"
     saved = _instances(adapters, checkpointing,
-                       lambda m: m.rows * m.cols * c + (tokens * m.cols * c if amp else 0))
+                       lambda m: m.rows * m.cols * c + (tokens * m.cols * c if copy else 0))
     return Added(saved, f"delta weight out × in × {c} B"
-                 + (f" + input copy T × in × {c} B" if amp else "")
+                 + (f" + input copy T × in × {c} B" if copy else "")
                  + f" per adapted module over {_layers_text(checkpointing)} = {saved} B")
 
 
@@ -379,23 +390,31 @@ def _oft_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[i
 
 def _oft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
     """OFT rotates the input, ``einsum(x, R)`` with R the Cayley–Neumann series of the
-    skew-symmetric blocks Q (``_cayley_batch``: the products Q, Q², …, Q^(k−2) are kept by
-    their ``bmm`` and R by the einsum: k − 1 tensors of r × b × b in a, k =
-    num_cayley_neumann_terms); the einsum keeps x (the module input, in ``activations``), in
-    the adapter dtype: under amp a T × in × a copy (``x.to(self.weight.dtype)``)."""
+    skew-symmetric blocks Q (``_cayley_batch``, k = num_cayley_neumann_terms ≥ 3, k − 2
+    ``bmm``). Pure: the bmm keep Q, Q², …, Q^(k−2) and the einsum R, k − 1 tensors of
+    r × b × b in a, and x (the module input, in ``activations``). Amp: autocast runs the bmm
+    and the einsum in c on copies: each bmm keeps two c operands (Q's copy twice, then the
+    previous power and a copy of Q), the einsum a c copy of R and of the input (which OFT
+    first casts to the adapter dtype): (2k − 3) × r × b² × c + T × in × c. Checked by counting
+    the tensors autograd saves around one PEFT module (``saved_tensors_hooks``)."""
     tokens, batch, c, a, amp, checkpointing, _ = step
     if not _bool_option(options := adapters.options, "use_cayley_neumann"):
         return Added(None, unknown_reason="OFT without use_cayley_neumann solves (I + Q)⁻¹ "
                      "(torch.linalg.solve): what autograd keeps of it is not derived")
     terms = _int_option(options, "num_cayley_neumann_terms", 3)
+    if _bool_option(options, "block_share"):
+        return Added(None, unknown_reason="OFT with block_share repeats one rotation over the "
+                     "blocks (orth_rotate.repeat): what autograd keeps of it is not derived")
 
     def per(m: LinearModule) -> int:
         r, b = _oft_blocks(m, options)
-        blocks = 1 if options["block_share"] else r
-        return ((terms - 2) * blocks + r) * b * b * a + (tokens * m.cols * a if amp else 0)
+        if amp:
+            return (2 * terms - 3) * r * b * b * c + tokens * m.cols * c
+        return (terms - 1) * r * b * b * a
     saved = _instances(adapters, checkpointing, per)
-    return Added(saved, f"Cayley–Neumann products ({terms} − 1) × r × b² × {a} B"
-                 + (f" + fp32 input copy T × in × {a} B" if amp else "")
+    return Added(saved, (f"Cayley–Neumann bmm operands and R (2 × {terms} − 3) × r × b² × {c} B"
+                         f" + input copy T × in × {c} B" if amp else
+                         f"Cayley–Neumann products and R ({terms} − 1) × r × b² × {a} B")
                  + f" per adapted module over {_layers_text(checkpointing)} = {saved} B")
 
 
@@ -438,18 +457,23 @@ def _vera_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[
 
 def _vera_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
     """``λ_b · F.linear(λ_d · F.linear(x, A), B)`` keeps ``x·A`` (T × r) and ``(λ_d·xA)·B``
-    (T × out), in c, for the λ gradients; A and B are frozen, so x is not kept. The shared
+    (T × out), in c, for the λ gradients; A and B are frozen, so x is not kept; under amp the
+    two linears keep autocast's c copies of the slices of A and B, r × (in + out) × c per
+    module (checked with ``saved_tensors_hooks`` around one PEFT module). The shared
     projections vera_A (r × max in) and vera_B (max out × r) are buffers moved to the base
     layer's dtype (``_move_adapter_to_device_of_base_layer``; c on a 16-bit base, fp32 on a
     quantized one, whose dtype is not floating)."""
     tokens, batch, c, a, amp, checkpointing, _ = step
     r = _int_option(adapters.options, "r", 1)
-    saved = _instances(adapters, checkpointing, lambda m: tokens * (r + m.rows) * c)
+    saved = _instances(adapters, checkpointing, lambda m: tokens * (r + m.rows) * c
+                       + (r * (m.cols + m.rows) * c if amp else 0))
     max_in = max(m.cols for m in adapters.modules)
     max_out = max(m.rows for m in adapters.modules)
     width = step.base_bytes
     buffers = r * (max_in + max_out) * width
-    return Added(saved, f"x·A and (λ_d·xA)·B: T × (r + out) × {c} B per adapted module over "
+    return Added(saved, f"x·A and (λ_d·xA)·B: T × (r + out) × {c} B"
+                 + (f" + copies of A, B r × (in + out) × {c} B" if amp else "")
+                 + " per adapted module over "
                  f"{_layers_text(checkpointing)} = {saved} B", buffers,
                  f"vera_A {r} × {max_in} + vera_B {max_out} × {r}, × {width} B = {buffers} B")
 
@@ -464,15 +488,22 @@ def _adalora_tensors(module: LinearModule, options: dict[str, Any]
 
 
 def _adalora_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
-    """``x @ (A·E)ᵀ @ Bᵀ`` keeps A·E (r × in, a) and the T × r product (c); the RankAllocator
+    """``x @ (A·E)ᵀ @ Bᵀ · s / (ranknum + ε)`` keeps (A·E)ᵀ (r × in), the T × r product and
+    the T × out result divided by ranknum, in c; under amp also autocast's c copies of the
+    input (cast to the adapter dtype first) and of Bᵀ: T × in + r × out (counted with
+    ``saved_tensors_hooks`` around one PEFT module, amp and pure). The RankAllocator
     (``update_ipt``) keeps ipt, exp_avg_ipt and exp_avg_unc, each shaped like every lora_A,
     lora_B and lora_E, in their dtype, from the first update on."""
     tokens, batch, c, a, amp, checkpointing, _ = step
     r = _int_option(adapters.options, "init_r", 1)
-    saved = _instances(adapters, checkpointing, lambda m: r * m.cols * a + tokens * r * c)
+    saved = _instances(adapters, checkpointing,
+                       lambda m: (r * m.cols + tokens * r + tokens * m.rows) * c
+                       + ((tokens * m.cols + r * m.rows) * c if amp else 0))
     lora_elements = sum(m.count * r * (m.cols + m.rows + 1) for m in adapters.modules)
     state = 3 * lora_elements * a
-    return Added(saved, f"A·E r × in × {a} B + T × r × {c} B per adapted module over "
+    return Added(saved, f"(A·E)ᵀ r × in + T × r + T × out"
+                 + (" + input copy T × in + Bᵀ copy r × out" if amp else "")
+                 + f", × {c} B, per adapted module over "
                  f"{_layers_text(checkpointing)} = {saved} B", state_bytes=state,
                  state_formula=f"RankAllocator ipt, exp_avg_ipt, exp_avg_unc: 3 × "
                  f"{lora_elements} × {a} B")
