@@ -14,6 +14,7 @@ bytes (fp32 under amp); ``n`` virtual tokens; ``L`` decoder layers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -441,10 +442,31 @@ def _boft_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[
 
 
 def _boft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
-    return Added(None, unknown_reason="BOFT builds dense in × in matrices per adapted module "
-                 "and forward (block-diagonal butterflies, the permutation buffer boft_P copied "
-                 "to the input's device and dtype, their products; peft/tuners/boft/layer.py "
-                 "Linear.forward); which of them autograd keeps is not derived yet")
+    """BOFT with one butterfly factor (what PEFT runs without its CUDA extension, which forces
+    boft_n_butterfly_factor to 1; peft/tuners/boft/layer.py ``update_layer``, Linear.forward)
+    keeps per adapted module: the Cayley transform's fp32 operands (``cayley_batch``,
+    ``torch.linalg.solve``, "must be in float32": three blocks × b² × 4 B tensors and the
+    blocks × b int32 pivots), the dense block-diagonal rotation (``torch.block_diag``) and its
+    two products with the permutation (``bmm`` with ``boft_P``), in × in × c each, the scale
+    ``boft_s`` reshaped (out × (c + a)), and the result it scales (T × out × c). Checked with
+    ``saved_tensors_hooks`` around one PEFT module, amp and pure. Several butterfly factors
+    (the CUDA extension's ``FastBlockDiag``) are not derived: unknown."""
+    tokens, batch, c, a, amp, checkpointing, _ = step
+    options = adapters.options
+    if _int_option(options, "boft_n_butterfly_factor", 1) != 1:
+        return Added(None, unknown_reason="BOFT with several butterfly factors runs PEFT's CUDA "
+                     "extension (FastBlockDiag, peft/tuners/boft/layer.py): what autograd keeps "
+                     "of it is not derived")
+
+    def per(m: LinearModule) -> int:
+        (blocks, b2), _ = _boft_tensors(m, options)     # one factor: (blocks, b²)
+        return (3 * blocks * b2 * 4 + blocks * math.isqrt(b2) * 4 + 3 * m.cols * m.cols * c
+                + tokens * m.rows * c + m.rows * (c + a))
+    saved = _instances(adapters, checkpointing, per)
+    return Added(saved, f"Cayley operands 3 × blocks × b² × 4 B + pivots blocks × b × 4 B + "
+                 f"block-diagonal rotation and its two products 3 × in² × {c} B + scale "
+                 f"out × ({c} + {a}) B + scaled result T × out × {c} B per adapted module over "
+                 f"{_layers_text(checkpointing)} = {saved} B")
 
 
 # --- VeRA: peft/tuners/vera/layer.py, peft/tuners/vera/model.py (_init_vera_A_vera_B) ---
