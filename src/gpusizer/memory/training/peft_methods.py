@@ -161,6 +161,17 @@ _ADALORA_TARGETS = {
 }
 _TABLES = {"ia3": _IA3_TARGETS, "adalora": _ADALORA_TARGETS}
 
+_CONV1D_MODEL_TYPES = {"gpt2"}
+"""Model types whose transformers code builds its linears as ``Conv1D`` (``modeling_gpt2.py``),
+which PEFT 0.21's LoHa, LoKr, OFT and BOFT refuse (``_create_new_module``: "Target module ...
+is not supported"). A family-level flag on ``LinearModule`` would be the better home."""
+_NO_CONV1D = ("loha", "lokr", "oft", "boft")
+
+_NO_KV_HEADS_KEY = {"falcon", "gpt2", "gpt_neox"}
+"""Model types whose config.json names no ``num_key_value_heads`` (Falcon: ``num_kv_heads``;
+GPT-2, GPT-NeoX: multi-head): PEFT's prefix width stays hidden_size there
+(peft/utils/other.py ``_prepare_prompt_learning_config`` tests that key)."""
+
 
 def _int_option(options: dict[str, Any], key: str, minimum: int = 0) -> int:
     value = options[key]
@@ -189,7 +200,12 @@ def _targets(facts: ModelFacts, method: "PeftMethod", options: dict[str, Any]
     defaults: Any = "family"
     if method.default_table != "lora":
         defaults = _TABLES[method.default_table].get(facts.model_type)
-        defaults = tuple(defaults) if defaults is not None else None
+        if defaults is not None:
+            # PEFT adapts what its default list matches and skips the rest (Mixtral's w2 is
+            # stacked in transformers v5); a list the sheet gives must match name by name
+            paths = [m.path for m in facts.architecture.modules if not m.experts]
+            defaults = tuple(t for t in defaults
+                             if any(p == t or p.endswith("." + t) for p in paths)) or None
     mods, resolved = lora_targets(facts, targets, field=f"{_OPTIONS_FIELD}.target_modules",
                                   defaults=defaults)
     stacked = [m.path for m, _ in mods if m.experts]
@@ -197,6 +213,10 @@ def _targets(facts: ModelFacts, method: "PeftMethod", options: dict[str, Any]
         raise SheetError(f"PEFT 0.21 adapts stacked expert parameters ({', '.join(stacked)}) "
                          f"with LoRA only (target_parameters), not {method.name}",
                          field=f"{_OPTIONS_FIELD}.target_modules", value=targets)
+    if method.name in _NO_CONV1D and facts.model_type in _CONV1D_MODEL_TYPES:
+        raise SheetError(f"PEFT 0.21's {method.name} does not support the Conv1D linears of "
+                         f"{facts.model_type} (peft/tuners/{method.name}/model.py)",
+                         field="training.peft", value=method.name)
     return tuple(m for m, _ in mods), resolved
 
 
@@ -540,7 +560,7 @@ def _token_dim(facts: ModelFacts, options: dict[str, Any], prefix: bool) -> int:
     if options.get("token_dim") is not None:
         return _int_option(options, "token_dim", 1)
     arch = facts.architecture
-    if prefix:
+    if prefix and facts.model_type not in _NO_KV_HEADS_KEY:
         # transformers' DeepseekV2/V3 configs set head_dim = qk_rope_head_dim, which PEFT reads
         head_dim = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
         return head_dim * arch.num_key_value_heads
@@ -618,6 +638,10 @@ def _prefix_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Ad
         return Added(None, unknown_reason="PEFT sizes the prefix as head_dim (qk_rope_head_dim) "
                      "× KV heads, which is neither MLA's key (qk_nope + qk_rope) nor value "
                      "width: what its attention keeps is not derived")
+    if _token_dim(facts, adapters.options, True) != arch.head_dim * arch.num_key_value_heads:
+        return Added(None, unknown_reason=f"PEFT sizes the prefix {facts.model_type} as "
+                     "hidden_size (its config names no num_key_value_heads), not its KV width: "
+                     "what its attention keeps is not derived")
     n, o = _int_option(adapters.options, "num_virtual_tokens", 1), adapters.options
     per_layer = 2 * batch * n * arch.num_key_value_heads * arch.head_dim * c
     layers = 1 if checkpointing else arch.num_layers
