@@ -311,3 +311,26 @@ def test_added_activations_equal_what_autograd_saves(method, options, amp):
     step = Step(T, 1, 2, 4 if amp else 2, amp, False, 2)
     ours = PEFT_METHODS[method].added(adapters, None, step).activations_bytes
     assert 0 <= sum(saved.values()) - ours <= 4
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("family,method", [("falcon", "prefix"), ("mixtral", "ia3"),
+                                           ("gpt2", "ia3"), ("gpt2", "prefix")])
+def test_families_where_peft_differs_from_the_common_rule(family, method):
+    """Falcon's config names no num_key_value_heads (PEFT's prefix is hidden_size wide);
+    PEFT's IA3 default for Mixtral names w2, which transformers v5 stacks (PEFT adapts k, v
+    only); GPT-2's Conv1D linears (IA3 supports them)."""
+    cfg = _two_layers(FAMILIES[family])
+    sheet = training_sheet(method, family)
+    assert peft_adapters(sheet.training, _facts(cfg)).parameters == peft_count(cfg, sheet)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("method", ["loha", "lokr", "oft", "boft"])
+def test_conv1d_refused_like_peft(method):
+    cfg = _two_layers(FAMILIES["gpt2"])
+    sheet = training_sheet(method, "gpt2")
+    with pytest.raises(SheetError, match="Conv1D"):
+        peft_adapters(sheet.training, _facts(cfg))
+    with pytest.raises(TypeError, match="not supported"):   # PEFT refuses too
+        peft_count(cfg, sheet)
