@@ -230,7 +230,7 @@ def _estimate(method, **training):
 @pytest.mark.parametrize("method", PEFT_METHOD_NAMES)
 def test_every_method_estimates_full_size(method):
     """The whole 32-layer Llama 3.1 8B: the adapter item is the method's count × 4 B (amp)."""
-    est, items = _estimate(method)
+    _, items = _estimate(method)
     from .conftest import facts_of, sheet
     training = sheet(task="lora", training={
         "sequence_length": 1024, "microbatch": 2, "peft": method,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from ...errors import SheetError
 from ...model.facts import LinearModule, ModelFacts
@@ -248,14 +249,14 @@ def _nothing_added(*_args) -> Added:
     return Added()
 
 
-def _dora_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _dora_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """DoRA (peft/tuners/lora/dora.py ``DoraLinearLayer.forward``): ``(m/‖W + s·BA‖ − 1) ·
     base_result + m/‖…‖ · lora_result · s`` keeps ``base_result`` and ``lora_result`` (T × out
     each, c bytes) for the magnitude's gradient; the weight norm is recomputed every forward
     from ``lora_B(lora_A(eye(in)))`` (in × in identity and the out × in ``BA`` in a bytes) and
     the merged ``W + s·BA`` (two out × in temporaries in c), freed after the module: one
     module's worth is live at a time."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, a, checkpointing = step.tokens, step.c, step.a, step.checkpointing
     saved = _instances(adapters, checkpointing, lambda m: 2 * tokens * m.rows * c)
     transient = max((m.cols * m.cols * a + m.rows * m.cols * (a + 2 * c)
                      for m in adapters.modules), default=0)
@@ -297,13 +298,13 @@ def _ia3_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[i
     return ((1, module.cols),) if _ia3_feedforward(module, options) else ((module.rows, 1),)
 
 
-def _ia3_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _ia3_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """``base_layer(x) * ia3_l`` keeps the base output (T × out, c) for ``ia3_l``'s gradient;
     on a feedforward module ``x * ia3_l`` keeps the input (counted in ``activations``), which
     under amp is ``x.to(ia3_l.dtype)``, a T × in × a copy (the multiply is not autocast); each
     keeps its scaling vector ``1 * ia3_l.flatten()`` (in or out values, a). Checked with
     ``saved_tensors_hooks`` around one PEFT module, amp and pure."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, a, amp, checkpointing = step.tokens, step.c, step.a, step.amp, step.checkpointing
     layers = (lambda m: 1) if checkpointing else (lambda m: m.count)
     # + the scaling vector ``1 * ia3_l.flatten()``, a new tensor of in or out values in a
     saved = sum(layers(s.module) * ((tokens * s.module.cols * a if amp else 0) + s.module.cols * a
@@ -357,7 +358,7 @@ def _lokr_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[
     return w1 + w2
 
 
-def _delta_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _delta_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """LoHa / LoKr build the whole delta weight each forward (``get_delta_weight``: a Hadamard
     or Kronecker product, out × in) and run ``F.linear(x, delta)``, which keeps the delta
     (trained) for x's gradient, in c (autocast's copy under amp, the adapter dtype under pure);
@@ -365,7 +366,7 @@ def _delta_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Add
     adapter dtype (``_cast_input_dtype`` in ``lokr/layer.py`` ``_get_delta_activations``;
     LoHa's passes x as it is). Checked by counting the tensors autograd saves
     (``torch.autograd.graph.saved_tensors_hooks``) around one PEFT module, amp and pure."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, amp, checkpointing = step.tokens, step.c, step.amp, step.checkpointing
     copy = amp and adapters.method == "lokr"
     saved = _instances(adapters, checkpointing,
                        lambda m: m.rows * m.cols * c + (tokens * m.cols * c if copy else 0))
@@ -409,7 +410,7 @@ def _oft_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[i
     return ((1 if _bool_option(options, "block_share") else r, b * (b - 1) // 2),)
 
 
-def _oft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _oft_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """OFT rotates the input, ``einsum(x, R)`` with R the Cayley–Neumann series of the
     skew-symmetric blocks Q (``_cayley_batch``, k = num_cayley_neumann_terms ≥ 3, k − 2
     ``bmm``). Pure: the bmm keep Q, Q², …, Q^(k−2) and the einsum R, k − 1 tensors of
@@ -418,7 +419,7 @@ def _oft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added
     previous power and a copy of Q), the einsum a c copy of R and of the input (which OFT
     first casts to the adapter dtype): (2k − 3) × r × b² × c + T × in × c. Checked by counting
     the tensors autograd saves around one PEFT module (``saved_tensors_hooks``)."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, a, amp, checkpointing = step.tokens, step.c, step.a, step.amp, step.checkpointing
     if not _bool_option(options := adapters.options, "use_cayley_neumann"):
         return Added(None, unknown_reason="OFT without use_cayley_neumann solves (I + Q)⁻¹ "
                      "(torch.linalg.solve): what autograd keeps of it is not derived")
@@ -461,7 +462,7 @@ def _boft_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[
     return ((factors * blocks, b * b), (module.rows, 1))
 
 
-def _boft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _boft_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """BOFT with one butterfly factor (what PEFT runs without its CUDA extension, which forces
     boft_n_butterfly_factor to 1; peft/tuners/boft/layer.py ``update_layer``, Linear.forward)
     keeps per adapted module: the Cayley transform's fp32 operands (``cayley_batch``,
@@ -471,7 +472,7 @@ def _boft_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Adde
     ``boft_s`` reshaped (out × (c + a)), and the result it scales (T × out × c). Checked with
     ``saved_tensors_hooks`` around one PEFT module, amp and pure. Several butterfly factors
     (the CUDA extension's ``FastBlockDiag``) are not derived: unknown."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, a, checkpointing = step.tokens, step.c, step.a, step.checkpointing
     options = adapters.options
     if _int_option(options, "boft_n_butterfly_factor", 1) != 1:
         return Added(None, unknown_reason="BOFT with several butterfly factors runs PEFT's CUDA "
@@ -497,7 +498,7 @@ def _vera_tensors(module: LinearModule, options: dict[str, Any]) -> tuple[tuple[
     return ((module.rows, 1), (_int_option(options, "r", 1), 1))
 
 
-def _vera_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _vera_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """``λ_b · F.linear(λ_d · F.linear(x, A), B)`` keeps ``x·A`` (T × r) and ``(λ_d·xA)·B``
     (T × out), in c, for the λ gradients; A and B are frozen, so x is not kept; under amp the
     two linears keep autocast's c copies of the slices of A and B, r × (in + out) × c per
@@ -505,7 +506,7 @@ def _vera_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Adde
     projections vera_A (r × max in) and vera_B (max out × r) are buffers moved to the base
     layer's dtype (``_move_adapter_to_device_of_base_layer``; c on a 16-bit base, fp32 on a
     quantized one, whose dtype is not floating)."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, amp, checkpointing = step.tokens, step.c, step.amp, step.checkpointing
     r = _int_option(adapters.options, "r", 1)
     saved = _instances(adapters, checkpointing, lambda m: tokens * (r + m.rows) * c
                        + (r * (m.cols + m.rows) * c if amp else 0))
@@ -529,21 +530,21 @@ def _adalora_tensors(module: LinearModule, options: dict[str, Any]
     return ((r, module.cols), (module.rows, r), (r, 1), (1, 1))
 
 
-def _adalora_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _adalora_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """``x @ (A·E)ᵀ @ Bᵀ · s / (ranknum + ε)`` keeps (A·E)ᵀ (r × in), the T × r product and
     the T × out result divided by ranknum, in c; under amp also autocast's c copies of the
     input (cast to the adapter dtype first) and of Bᵀ: T × in + r × out (counted with
     ``saved_tensors_hooks`` around one PEFT module, amp and pure). The RankAllocator
     (``update_ipt``) keeps ipt, exp_avg_ipt and exp_avg_unc, each shaped like every lora_A,
     lora_B and lora_E, in their dtype, from the first update on."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    tokens, c, a, amp, checkpointing = step.tokens, step.c, step.a, step.amp, step.checkpointing
     r = _int_option(adapters.options, "init_r", 1)
     saved = _instances(adapters, checkpointing,
                        lambda m: (r * m.cols + tokens * r + tokens * m.rows) * c
                        + ((tokens * m.cols + r * m.rows) * c if amp else 0))
     lora_elements = sum(m.count * r * (m.cols + m.rows + 1) for m in adapters.modules)
     state = 3 * lora_elements * a
-    return Added(saved, f"(A·E)ᵀ r × in + T × r + T × out"
+    return Added(saved, "(A·E)ᵀ r × in + T × r + T × out"
                  + (" + input copy T × in + Bᵀ copy r × out" if amp else "")
                  + f", × {c} B, per adapted module over "
                  f"{_layers_text(checkpointing)} = {saved} B", state_bytes=state,
@@ -610,11 +611,11 @@ def _ptuning_tensors(facts: ModelFacts, method: PeftMethod, options: dict[str, A
                                       (1, d, 1)), n, f"{n} × {d} + LSTM({d}, {h}) + MLP"
 
 
-def _prompt_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _prompt_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """The n virtual tokens run through every layer and the logits (counted by sizing the
     sequence as s + n, ``PeftModelForCausalLM.forward`` concatenates them to the input
     embeddings and the labels); p-tuning's MLP keeps its inputs b × n × (d + 2H) in c."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    batch, c = step.batch, step.c
     if adapters.method != "p-tuning":
         return Added(0, f"{adapters.virtual_tokens} virtual tokens added to the sequence")
     n, o = adapters.virtual_tokens, adapters.options
@@ -627,12 +628,12 @@ def _prompt_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Ad
                  f"{batch} × {n} × ({d} + 2 × {h}) × {c} B = {saved} B")
 
 
-def _prefix_added(adapters: PeftAdapters, facts: ModelFacts, step: "Step") -> Added:
+def _prefix_added(adapters: PeftAdapters, facts: ModelFacts, step: Step) -> Added:
     """The prefix enters every layer's KV (peft_model.py ``get_prompt``: cast to the base
     model's dtype, a DynamicCache the layers extend): attention keeps K and V over n more
     positions, 2 × b × n × kv_heads × head_dim × c per layer (one layer under checkpointing);
     with prefix_projection the MLP keeps b × n × (d + H) in c."""
-    tokens, batch, c, a, amp, checkpointing, _ = step
+    batch, c, checkpointing = step.batch, step.c, step.checkpointing
     arch = facts.architecture
     if arch.mla:
         return Added(None, unknown_reason="PEFT sizes the prefix as head_dim (qk_rope_head_dim) "
