@@ -78,13 +78,14 @@ def _matches(module: LinearModule, target: str) -> bool:
 
 def lora_targets(facts: ModelFacts, targets: str | list[str], *,
                  field: str = "training.lora.targets",
-                 defaults: tuple[str, ...] | None | str = "family",
+                 defaults: tuple[str, ...] | None | str = "family", method: str = "LoRA",
                  ) -> tuple[tuple[tuple[LinearModule, int], ...], tuple[str, ...]]:
     """Resolve the sheet's ``training.lora.targets`` to ``(module, adapters per expert)`` pairs.
 
     ``field`` names the sheet key in errors; ``defaults`` is what ``default`` stands for:
     ``"family"`` (the family's PEFT LoRA default, ``Architecture.peft_default_targets``), or
-    another method's default list from PEFT's tables (None: PEFT has none for this model).
+    another method's default list from PEFT's tables (None: PEFT has none for this model);
+    ``method`` names the PEFT method in that error.
 
     Raises:
         SheetError: ``default`` for a family PEFT has no default for; a target that matches no
@@ -100,7 +101,7 @@ def lora_targets(facts: ModelFacts, targets: str | list[str], *,
     if targets == "default":
         default = arch.peft_default_targets if defaults == "family" else defaults
         if default is None:
-            raise SheetError(f"PEFT has no default LoRA targets for model_type "
+            raise SheetError(f"PEFT has no default {method} targets for model_type "
                              f"{facts.model_type!r} (peft/utils/constants.py): list them, e.g. "
                              f"[{', '.join(m.name for m in arch.modules[:2])}] or all-linear; "
                              f"modules: {', '.join(names)}", field=field, value=targets)

@@ -208,7 +208,7 @@ def _targets(facts: ModelFacts, method: "PeftMethod", options: dict[str, Any]
             defaults = tuple(t for t in defaults
                              if any(p == t or p.endswith("." + t) for p in paths)) or None
     mods, resolved = lora_targets(facts, targets, field=f"{_OPTIONS_FIELD}.target_modules",
-                                  defaults=defaults)
+                                  defaults=defaults, method=method.name)
     stacked = [m.path for m, _ in mods if m.experts]
     if stacked:
         raise SheetError(f"PEFT 0.21 adapts stacked expert parameters ({', '.join(stacked)}) "
