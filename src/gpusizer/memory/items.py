@@ -111,9 +111,9 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "fsdp_gathered_layers": ItemKind(_T, "working"),
     "temporaries": ItemKind(_T, "working"),
     # PEFT methods (memory/training/peft_methods.py)
-    "modules_to_save": ItemKind(_T, "parameter"),
-    "adapter_buffers": ItemKind(_T, "parameter"),
-    "adapter_state": ItemKind(_T, "state"),
+    "modules_to_save": ItemKind(_T, "parameter", "trained module copies"),
+    "adapter_buffers": ItemKind(_T, "parameter", "adapter buffers"),
+    "adapter_state": ItemKind(_T, "state", "adapter state"),
     "adapter_activations": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and

@@ -233,7 +233,8 @@ def method_items(training: Training, facts: ModelFacts, trained: Trainable,
     head_bytes = step.tokens * facts.architecture.hidden_size * c if head else 0
     if added.activations_bytes is None:
         items.append(Item("adapter_activations", None, "estimated", ("forward", "backward"),
-                          source, unknown_reason=added.unknown_reason))
+                          source, f"peft {adapters.method}: not derived",
+                          unknown_reason=added.unknown_reason))
     elif added.activations_bytes or head_bytes:
         text = added.activations_formula
         if head_bytes:
