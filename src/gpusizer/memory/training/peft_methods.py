@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ...errors import SheetError
 from ...model.facts import LinearModule, ModelFacts
+from ...model.peft_tables import builds_conv1d, config_names_kv_heads, peft_default_targets
 from ...sheet import LORA_METHODS, Training
 from ..lora import lora_adapters, lora_targets
 from ..optimizer_states import TensorShape
@@ -125,6 +126,10 @@ class PeftMethod:
         prompt: a prompt-learning method (``count`` returns ``(tensors, virtual_tokens)``).
         default_table: which of PEFT's default-target tables applies (``lora``: the family's,
             else a table below).
+        amp_copies_input: under amp the adapter casts its input to the fp32 adapter dtype and
+            keeps that copy (or autocast's c copy of it) instead of the input itself; the copy
+            is in ``added``, the input is then not kept on the adapter's account
+            (``trainable.trained_parts``). LoRA keeps its rule of record (the input counted).
     """
 
     name: str
@@ -135,43 +140,12 @@ class PeftMethod:
     added: Callable[..., Added]
     prompt: bool = False
     default_table: str = "lora"
+    amp_copies_input: bool = False
 
 
-# --- PEFT 0.21.2 peft/utils/constants.py: default targets of the methods whose table is not
-# LoRA's (TRANSFORMERS_MODELS_TO_{IA3,IA3_FEEDFORWARD,ADALORA}_..._MAPPING), the entries of
-# model types gpusizer has a family for.
-_IA3_TARGETS = {
-    "gpt2": ["c_attn", "mlp.c_proj"], "gpt_neox": ["query_key_value", "dense_4h_to_h"],
-    "falcon": ["query_key_value", "dense_4h_to_h"], "llama": ["k_proj", "v_proj", "down_proj"],
-    "mistral": ["k_proj", "v_proj", "down_proj"], "mixtral": ["k_proj", "v_proj", "w2"],
-    "gemma": ["q_proj", "v_proj", "down_proj"], "gemma2": ["q_proj", "v_proj", "down_proj"],
-    "gemma3_text": ["q_proj", "v_proj", "down_proj"], "qwen2": ["q_proj", "v_proj", "down_proj"],
-    "qwen3": ["q_proj", "v_proj", "down_proj"], "llama4": ["q_proj", "v_proj", "down_proj"],
-}
-_IA3_FEEDFORWARD = {
-    "gpt2": ["mlp.c_proj"], "gpt_neox": ["dense_4h_to_h"], "falcon": ["dense_4h_to_h"],
-    "llama": ["down_proj"], "mistral": ["down_proj"], "mixtral": ["w2"], "gemma": ["down_proj"],
-    "gemma2": ["down_proj"], "gemma3_text": ["down_proj"], "qwen2": ["down_proj"],
-    "qwen3": ["down_proj"], "llama4": ["down_proj"],
-}
-_ADALORA_TARGETS = {
-    "gpt2": ["c_attn"], "gpt_neox": ["query_key_value"], "llama": ["q_proj", "v_proj"],
-    "gemma": ["q_proj", "v_proj"], "gemma2": ["q_proj", "v_proj"],
-    "gemma3_text": ["q_proj", "v_proj"], "qwen2": ["q_proj", "v_proj"],
-    "qwen3": ["q_proj", "v_proj"], "llama4": ["q_proj", "v_proj"],
-}
-_TABLES = {"ia3": _IA3_TARGETS, "adalora": _ADALORA_TARGETS}
-
-_CONV1D_MODEL_TYPES = {"gpt2"}
-"""Model types whose transformers code builds its linears as ``Conv1D`` (``modeling_gpt2.py``),
-which PEFT 0.21's LoHa, LoKr, OFT and BOFT refuse (``_create_new_module``: "Target module ...
-is not supported"). A family-level flag on ``LinearModule`` would be the better home."""
 _NO_CONV1D = ("loha", "lokr", "oft", "boft")
-
-_NO_KV_HEADS_KEY = {"falcon", "gpt2", "gpt_neox"}
-"""Model types whose config.json names no ``num_key_value_heads`` (Falcon: ``num_kv_heads``;
-GPT-2, GPT-NeoX: multi-head): PEFT's prefix width stays hidden_size there
-(peft/utils/other.py ``_prepare_prompt_learning_config`` tests that key)."""
+"""Methods PEFT 0.21 refuses on ``Conv1D`` linears (``_create_new_module``: "Target module ...
+is not supported")."""
 
 
 def _int_option(options: dict[str, Any], key: str, minimum: int = 0) -> int:
@@ -200,7 +174,7 @@ def _targets(facts: ModelFacts, method: "PeftMethod", options: dict[str, Any]
         targets = [targets]
     defaults: Any = "family"
     if method.default_table != "lora":
-        defaults = _TABLES[method.default_table].get(facts.model_type)
+        defaults = peft_default_targets(facts.model_type, method.default_table)
         if defaults is not None:
             # PEFT adapts what its default list matches and skips the rest (Mixtral's w2 is
             # stacked in transformers v5); a list the sheet gives must match name by name
@@ -214,7 +188,7 @@ def _targets(facts: ModelFacts, method: "PeftMethod", options: dict[str, Any]
         raise SheetError(f"PEFT 0.21 adapts stacked expert parameters ({', '.join(stacked)}) "
                          f"with LoRA only (target_parameters), not {method.name}",
                          field=f"{_OPTIONS_FIELD}.target_modules", value=targets)
-    if method.name in _NO_CONV1D and facts.model_type in _CONV1D_MODEL_TYPES:
+    if method.name in _NO_CONV1D and builds_conv1d(facts.model_type):
         raise SheetError(f"PEFT 0.21's {method.name} does not support the Conv1D linears of "
                          f"{facts.model_type} (peft/tuners/{method.name}/model.py)",
                          field="training.peft", value=method.name)
@@ -561,7 +535,7 @@ def _token_dim(facts: ModelFacts, options: dict[str, Any], prefix: bool) -> int:
     if options.get("token_dim") is not None:
         return _int_option(options, "token_dim", 1)
     arch = facts.architecture
-    if prefix and facts.model_type not in _NO_KV_HEADS_KEY:
+    if prefix and config_names_kv_heads(facts.model_type):
         # transformers' DeepseekV2/V3 configs set head_dim = qk_rope_head_dim, which PEFT reads
         head_dim = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
         return head_dim * arch.num_key_value_heads
@@ -690,17 +664,18 @@ PEFT_METHODS: dict[str, PeftMethod] = {m.name: m for m in (
     PeftMethod("ia3", "IA3Config", {**_TARGET, "feedforward_modules": None},
                "peft/tuners/ia3/layer.py", _per_module(
                    _ia3_tensors, lambda m, o: _ia3_feedforward(m, o)), _ia3_added,
-               default_table="ia3"),
+               default_table="ia3", amp_copies_input=True),
     PeftMethod("loha", "LoHaConfig", {**_TARGET, "r": 8}, f"peft/tuners/loha/layer.py, {_LYCORIS}",
                _per_module(_loha_tensors), _delta_added),
     PeftMethod("lokr", "LoKrConfig", {**_TARGET, "r": 8, "decompose_both": False,
                                       "decompose_factor": -1},
                f"peft/tuners/lokr/layer.py, {_LYCORIS}", _per_module(_lokr_tensors),
-               _delta_added),
+               _delta_added, amp_copies_input=True),
     PeftMethod("oft", "OFTConfig", {**_TARGET, "r": 0, "oft_block_size": 32,
                                     "block_share": False, "use_cayley_neumann": True,
                                     "num_cayley_neumann_terms": 5},
-               "peft/tuners/oft/layer.py", _per_module(_oft_tensors), _oft_added),
+               "peft/tuners/oft/layer.py", _per_module(_oft_tensors), _oft_added,
+               amp_copies_input=True),
     PeftMethod("boft", "BOFTConfig", {**_TARGET, "boft_block_size": 4, "boft_block_num": 0,
                                       "boft_n_butterfly_factor": 1},
                "peft/tuners/boft/layer.py", _per_module(_boft_tensors), _boft_added),
@@ -709,7 +684,7 @@ PEFT_METHODS: dict[str, PeftMethod] = {m.name: m for m in (
     PeftMethod("adalora", "AdaLoraConfig", {**_TARGET, "init_r": 12, "target_r": 8,
                                           "total_step": None},
                "peft/tuners/adalora/layer.py", _per_module(_adalora_tensors), _adalora_added,
-               default_table="adalora"),
+               default_table="adalora", amp_copies_input=True),
     PeftMethod("prompt", "PromptTuningConfig", {"num_virtual_tokens": None, "token_dim": None},
                "peft/tuners/prompt_tuning/model.py", _prompt_tensors, _prompt_added,
                prompt=True),
@@ -768,12 +743,12 @@ def peft_adapters(training: Training, facts: ModelFacts) -> PeftAdapters:
         return PeftAdapters(method.name, (), (), total, tuple(tensors),
                             f"{text} = {total} parameters", (), virtual, options, method.source)
     if method.name == "ia3" and options["feedforward_modules"] is None:
-        table = _IA3_FEEDFORWARD.get(facts.model_type)
+        table = peft_default_targets(facts.model_type, "ia3_feedforward")
         if table is None:
             raise SheetError(f"PEFT has no default IA3 feedforward_modules for model_type "
                              f"{facts.model_type!r}: list them (a subset of target_modules)",
                              field=f"{_OPTIONS_FIELD}.feedforward_modules", value=None)
-        options["feedforward_modules"] = table
+        options["feedforward_modules"] = list(table)
     shares, targets = method.count(facts, method, options)
     total = sum(s.parameters for s in shares)
     tensors = tuple((s.module.count, r, c) for s in shares for r, c in s.tensors)

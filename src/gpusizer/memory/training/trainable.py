@@ -83,7 +83,8 @@ def trainable(sheet: Sheet, facts: ModelFacts) -> Trainable:
     adapters = peft_adapters(sheet.training, facts)
     saved = saved_modules(sheet.training.modules_to_save, facts, adapters)
     return Trainable(False, adapters.parameters + saved.parameters,
-                     adapters.tensors + saved.tensors, adapters, trained_parts(adapters), saved)
+                     adapters.tensors + saved.tensors, adapters,
+                     trained_parts(adapters, amp=sheet.training.precision == "amp"), saved)
 
 
 def saved_modules(names: list[str], facts: ModelFacts, adapters: PeftAdapters) -> SavedModules:
@@ -138,18 +139,21 @@ def _full_tensors(facts: ModelFacts) -> tuple[TensorShape, ...]:
     return tuple(out)
 
 
-def trained_parts(adapters: PeftAdapters | None) -> TrainedParts:
+def trained_parts(adapters: PeftAdapters | None, *, amp: bool = False) -> TrainedParts:
     """Which parts of a layer save their input, from the adapted modules' roles (the family
     declares them: ``LinearModule.role``); full fine-tuning (``adapters`` None) trains all.
 
     ``qkv``: an ``attention_in`` module is adapted (it reads the attention norm's output);
     ``o``: ``attention_out``; ``gate_up``: ``mlp_in`` or ``shared_expert_in`` (both read the MLP
     norm's output); ``down``: ``mlp_out``; ``experts``: ``expert``. The reader counts are the
-    adapted ``attention_in`` and (dense) ``mlp_in`` modules.
+    adapted ``attention_in`` and (dense) ``mlp_in`` modules. Only the modules whose adapter
+    keeps its input count (``ModuleShare.saves_input``; under ``amp`` none of a method that keeps
+    a copy instead, ``PeftMethod.amp_copies_input``, whose copies are in its added memory).
     """
     if adapters is None:
         return TrainedParts(full=True, qkv=True, o=True, gate_up=True, down=True, experts=True)
-    roles = [s.module.role for s in adapters.shares if s.saves_input]
+    copies = amp and PEFT_METHODS[adapters.method].amp_copies_input
+    roles = [s.module.role for s in adapters.shares if s.saves_input and not copies]
     attention_readers = roles.count("attention_in")
     mlp_readers = roles.count("mlp_in")
     return TrainedParts(full=False, qkv=attention_readers > 0, o="attention_out" in roles,
