@@ -141,7 +141,12 @@ def test_every_name_written_is_a_known_kind_and_every_kind_is_written():
                {"task": "lora", "training": {**train, "export": "merged"}},
                {"task": "full", "training": train, "placement": {"gpus": 2, "strategy": "fsdp"}},
                {"task": "full", "training": train,
-                "placement": {"gpus": 2, "strategy": "zero2"}}):
+                "placement": {"gpus": 2, "strategy": "zero2"}},
+               # PEFT methods: VeRA's buffers and activations, a trained lm_head copy,
+               # AdaLoRA's rank-allocator state
+               {"task": "lora", "training": {**train, "peft": "vera",
+                                             "modules_to_save": ["lm_head"]}},
+               {"task": "lora", "training": {**train, "peft": "adalora"}}):
         produced |= {it.name for it in estimate_memory(sheet(**kw), f).items}
     mapped = set(ITEM_MAPPING) | {n for names in ITEM_MAPPING.values() for n in names}
     written = produced | set(CATEGORY_ITEMS.values()) | set(CARRIED_ITEMS) | mapped
