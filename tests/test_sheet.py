@@ -136,9 +136,10 @@ def test_every_schema_property_has_a_description():
                for key, prop in block.get("properties", {}).items()
                if not prop.get("description", "").strip()]
     assert not missing
-    # 17 fields in Training (loss, packing, checkpointing; dataset_tokens, epochs, mfu of issue
-    # 17) and 16 in Inference (+ SGLang's three keys, images), all described
-    assert len(schema["$defs"]["Training"]["properties"]) == 17
+    # 20 fields in Training (loss, packing, checkpointing; dataset_tokens, epochs, mfu of issue
+    # 17; peft, peft_options, modules_to_save) and 16 in Inference (+ SGLang's three keys,
+    # images), all described (the docstring under each field)
+    assert len(schema["$defs"]["Training"]["properties"]) == 20
     assert len(schema["$defs"]["Inference"]["properties"]) == 16
     assert "(tokens)" in schema["$defs"]["Training"]["properties"]["sequence_length"]["description"]
 

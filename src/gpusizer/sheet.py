@@ -312,6 +312,36 @@ def _lora_targets(value: Any) -> str | list[str]:
     raise ValueError(f"expected 'default', 'all-linear' or a list of module names, got {value!r}")
 
 
+PEFT_METHOD_NAMES = ("lora", "dora", "rslora", "ia3", "prompt", "prefix", "p-tuning", "loha",
+                     "lokr", "oft", "boft", "vera", "adalora")
+"""``training.peft`` values (CONTRACT.md); each is one entry of
+``gpusizer.memory.training.peft_methods.PEFT_METHODS``."""
+LORA_METHODS = ("lora", "dora", "rslora")
+"""Methods that read ``training.lora`` (PEFT ``LoraConfig``, with use_dora / use_rslora)."""
+PROMPT_METHODS = ("prompt", "prefix", "p-tuning")
+"""Prompt-learning methods: no adapted module, nothing PEFT can merge into the weights."""
+
+
+def _peft_options(value: Any) -> dict[str, Any]:
+    """A mapping of PEFT option names to scalars or lists of scalars."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of PEFT option names to values, got {value!r}")
+    for key, v in value.items():
+        items = v if isinstance(v, list) else [v]
+        if not isinstance(key, str) or not all(isinstance(i, (str, int, float, bool))
+                                               for i in items):
+            raise ValueError(f"expected option name: scalar or list of scalars, got "
+                             f"{key!r}: {v!r}")
+    return value
+
+
+def _modules_to_save(value: Any) -> list[str]:
+    """A list of module names (PEFT ``modules_to_save``)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"expected a list of module names such as [lm_head], got {value!r}")
+    return value
+
+
 class Lora(_Block):
     """``training.lora``: the LoRA adapters (Hu et al. 2021), PEFT's matching rules."""
 
@@ -511,6 +541,39 @@ class Training(_Block):
     mfu: bounded_float(minimum=0, maximum=1) = 0  # type: ignore[valid-type]
     """Model-FLOPs utilization the user states for the duration bound (0 < mfu <= 1; 0: none),
     as a fraction of the card's peak dense throughput."""
+
+    # -- PEFT methods (issue 14 point 3): training.peft, peft_options, modules_to_save --
+    peft: Literal[PEFT_METHOD_NAMES] = "lora"  # type: ignore[valid-type]
+    """The PEFT method (lora | dora | rslora | ia3 | prompt | prefix | p-tuning | loha | lokr |
+    oft | boft | vera | adalora); lora, dora and rslora read training.lora, the others
+    peft_options (docs/peft-methods.md)."""
+    peft_options: Annotated[dict[str, Any], BeforeValidator(_peft_options)] = {}
+    """The method's options under PEFT's own key names (num_virtual_tokens, r,
+    target_modules, feedforward_modules, oft_block_size, ...); unset keys take PEFT's
+    defaults. Which keys a method reads is checked with the model (docs/peft-methods.md)."""
+    modules_to_save: Annotated[list[str], BeforeValidator(_modules_to_save)] = []
+    """PEFT's modules_to_save: modules trained in full beside the adapters (a trained copy
+    of each), e.g. [lm_head] or [embed_tokens, lm_head]."""
+    HASHED_WHEN_SET = HASHED_WHEN_SET | {"peft", "peft_options", "modules_to_save"}
+
+    @model_validator(mode="after")
+    def _peft_reads_its_block(self) -> "Training":
+        if self.peft not in LORA_METHODS and "lora" in self.model_fields_set:
+            raise _FieldProblem("lora", self.lora.model_dump(), f"is read by peft lora, dora "
+                                f"or rslora; peft {self.peft} takes its options from "
+                                "training.peft_options")
+        return self
+
+
+def _check_peft(task: str, tr: Training) -> None:
+    """PEFT keys with task full, and a merged export of a prompt-learning method."""
+    peft_keys = sorted(tr.model_fields_set & {"peft", "peft_options", "modules_to_save"})
+    if task == "full" and peft_keys:
+        raise _FieldProblem(f"training.{peft_keys[0]}", getattr(tr, peft_keys[0]),
+                            "applies to task lora or qlora (PEFT adapters), not full")
+    if tr.peft in PROMPT_METHODS and tr.export == "merged":
+        raise _FieldProblem("training.export", tr.export, f"peft {tr.peft} adds virtual tokens, "
+                            "not weights: PEFT cannot merge it; use 'adapter' or 'none'")
 
 
 class Placement(_Block):
@@ -875,6 +938,7 @@ class Sheet(_Block):
         if self.task == "full" and tr.export in ("adapter", "merged"):
             raise _FieldProblem("training.export", tr.export, "needs LoRA adapters (task lora "
                                 "or qlora); full fine-tuning exports 'full' or 'none'")
+        _check_peft(self.task, tr)
         if self.task != "full" and tr.export == "full":
             raise _FieldProblem("training.export", tr.export, "writes a fully trained model "
                                 "(task full); with LoRA use 'adapter', 'merged' or 'none'")

@@ -146,3 +146,25 @@ def test_bitsandbytes_cpu_backend_runs_the_ladder(tmp_path, tiny_checkpoint, bod
     assert ev["stopped_at"] is None, ev["stopped_at"]
     assert ev["model"]["dtype"] == "nf4" and ev["model"]["weights"] == "real"
     assert ev["scope"]["environment"]["bitsandbytes"]
+
+
+def test_measure_trains_the_sheets_peft_method_not_lora(tmp_path):
+    """training.peft: ia3 → measure's model carries PEFT's IA3 vectors (the method the sheet
+    states, built from the registry estimate counts with), never LoRA matrices; the count
+    equals the estimate's."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from gpusizer.measure.runner_training import prepare_training
+    from gpusizer.memory.estimate import estimate_memory
+    from gpusizer.pipeline import resolve_facts
+
+    from .conftest import TINY
+    body = {"task": "lora", "training": {"sequence_length": 16, "microbatch": 1,
+                                         "peft": "ia3"}}
+    sheet = _sheet(tmp_path, {"model": {"path": str(TINY)}, "weights": "bf16", **body})
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(TINY))
+    model = prepare_training(model, sheet)
+    trained = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    assert trained and all("ia3_l" in n for n in trained)
+    est = estimate_memory(sheet, resolve_facts(sheet))
+    assert sum(p.numel() for p in trained.values()) == est.training.trainable_parameters

@@ -143,7 +143,12 @@ def test_every_name_written_is_a_known_kind_and_every_kind_is_written():
                {"task": "full", "training": train,
                 "placement": {"gpus": 2, "strategy": "zero2"}},
                {"task": "full", "training": {**train, "precision": "master"},
-                "placement": {"gpus": 2, "strategy": "zero3"}}):
+                "placement": {"gpus": 2, "strategy": "zero3"}},
+               # PEFT methods: VeRA's buffers and activations, a trained lm_head copy,
+               # AdaLoRA's rank-allocator state
+               {"task": "lora", "training": {**train, "peft": "vera",
+                                             "modules_to_save": ["lm_head"]}},
+               {"task": "lora", "training": {**train, "peft": "adalora"}}):
         produced |= {it.name for it in estimate_memory(sheet(**kw), f).items}
     # GPTQ on a T4 (compute capability 7.5): transformers' exllama v1 scratch, vLLM's GPTQ
     # exllama transient (formats/int4_kernels.py)

@@ -37,7 +37,8 @@ _COMPUTE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16
 
 
 def prepare_training(model, sheet: Sheet):
-    """Make the trained parameters trainable (LoRA adapters or everything); returns the model.
+    """Make the trained parameters trainable (the sheet's PEFT adapters, ``training.peft``, or
+    everything); returns the model.
 
     qlora runs PEFT's ``prepare_model_for_kbit_training`` first (it upcasts the kept modules
     to fp32 and enables input gradients for checkpointing), unless the sheet says
@@ -73,11 +74,15 @@ def prepare_training(model, sheet: Sheet):
                                             every_n_layers=t.checkpointing.every,
                                             offload=t.checkpointing.offload)
     if sheet.task in ("lora", "qlora"):
-        from peft import LoraConfig, get_peft_model
-        lora = t.lora
-        targets = None if lora.targets == "default" else lora.targets
-        cfg = LoraConfig(r=lora.rank, lora_alpha=lora.alpha or 2 * lora.rank,
-                         target_modules=targets, lora_dropout=0.0, task_type="CAUSAL_LM")
+        import peft
+        from peft import get_peft_model
+
+        from ..memory.training.peft_methods import peft_config_kwargs
+        # the sheet's PEFT method, its config built from the registry estimate counts with
+        config_class, kw = peft_config_kwargs(t)
+        if t.modules_to_save:
+            kw["modules_to_save"] = list(t.modules_to_save)
+        cfg = getattr(peft, config_class)(task_type="CAUSAL_LM", **kw)
         if full:
             model.enable_input_require_grads()
         model = get_peft_model(model, cfg, autocast_adapter_dtype=t.precision == "amp")

@@ -57,6 +57,7 @@ ItemName = Literal[
     "master_gradients", "zero3_gathered_parameters",
     "int4_kernel_scratch", "int4_dequant_transient",
     "recurrent_state",
+    "modules_to_save", "adapter_buffers", "adapter_state", "adapter_activations",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -118,6 +119,11 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "zero3_gathered_parameters": ItemKind(_T, "working"),
     "int4_kernel_scratch": ItemKind(_T, "state"),
     "int4_dequant_transient": ItemKind(_T, "working"),
+    # PEFT methods (memory/training/peft_methods.py)
+    "modules_to_save": ItemKind(_T, "parameter", "trained module copies"),
+    "adapter_buffers": ItemKind(_T, "parameter", "adapter buffers"),
+    "adapter_state": ItemKind(_T, "state", "adapter state"),
+    "adapter_activations": ItemKind(_T, "working"),
 }
 """Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
 library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states

@@ -76,15 +76,21 @@ def _matches(module: LinearModule, target: str) -> bool:
         or target == module.name and not module.experts
 
 
-def lora_targets(facts: ModelFacts, targets: str | list[str]
+def lora_targets(facts: ModelFacts, targets: str | list[str], *,
+                 field: str = "training.lora.targets",
+                 defaults: tuple[str, ...] | None | str = "family", method: str = "LoRA",
                  ) -> tuple[tuple[tuple[LinearModule, int], ...], tuple[str, ...]]:
     """Resolve the sheet's ``training.lora.targets`` to ``(module, adapters per expert)`` pairs.
+
+    ``field`` names the sheet key in errors; ``defaults`` is what ``default`` stands for:
+    ``"family"`` (the family's PEFT LoRA default, ``Architecture.peft_default_targets``), or
+    another method's default list from PEFT's tables (None: PEFT has none for this model);
+    ``method`` names the PEFT method in that error.
 
     Raises:
         SheetError: ``default`` for a family PEFT has no default for; a target that matches no
             module (PEFT raises too); a model without module facts (a bare parameter count).
     """
-    field = "training.lora.targets"
     arch = facts.architecture
     if not arch.modules:
         raise SheetError("LoRA needs the model's linear modules: give model.id or model.path, "
@@ -93,12 +99,13 @@ def lora_targets(facts: ModelFacts, targets: str | list[str]
     if targets == "all-linear":
         return _all_linear(arch.modules), ("all-linear",)
     if targets == "default":
-        if arch.peft_default_targets is None:
-            raise SheetError(f"PEFT has no default LoRA targets for model_type "
+        default = arch.peft_default_targets if defaults == "family" else defaults
+        if default is None:
+            raise SheetError(f"PEFT has no default {method} targets for model_type "
                              f"{facts.model_type!r} (peft/utils/constants.py): list them, e.g. "
                              f"[{', '.join(m.name for m in arch.modules[:2])}] or all-linear; "
                              f"modules: {', '.join(names)}", field=field, value=targets)
-        targets = list(arch.peft_default_targets)
+        targets = list(default)
     chosen: list[LinearModule] = []
     for t in targets:
         hit = [m for m in arch.modules if _matches(m, t)]

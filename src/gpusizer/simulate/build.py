@@ -6,7 +6,9 @@ registry (each entry keeps the whole config.json) or the Hub (one attempt, then 
 (``AutoModelForCausalLM.from_config``, or ``AutoModelForImageTextToText`` for a vision-language
 model: :func:`model_class_for`), so the traced code is the code a GPU run
 executes; ``trust_remote_code`` is never passed (a ``model_type`` transformers does not ship is an
-error). LoRA adapters are added by PEFT (``get_peft_model``).
+error). The sheet's PEFT method (``training.peft``, any of them, with ``modules_to_save``) is
+added by PEFT itself (``get_peft_model``), its config built from the same registry the
+estimate counts with (``memory/training/peft_methods.py`` ``peft_config_kwargs``).
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def build_model(config_dict: dict, *, dtype: str, attention: str, task: str, she
                      + (f", every {every} layers (every_n_layers)" if every > 1 else ""))
     targets = None
     if task in ("lora", "qlora"):
-        model, targets = _add_lora(model, sheet, torch_dtype, notes)
+        model, targets = _add_peft(model, sheet, torch_dtype, notes)
     elif task == "full":
         model.train()
     return BuiltModel(model, config, notes, targets, type(model.get_base_model() if targets
@@ -236,18 +238,50 @@ def _cast_fake(module, dtype):
     return module
 
 
-def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
-    from peft import LoraConfig, get_peft_model
+_NOT_ON_FAKE_TENSORS = {
+    "loha": "PEFT's LoHa forward applies the adapter only when torch.rand(1) > module_dropout "
+            "(peft/tuners/loha/layer.py Linear.forward): a data-dependent branch fake tensors "
+            "cannot take, so the adapters would be skipped",
+    "lokr": "PEFT's LoKr forward applies the adapter only when torch.rand(1) > module_dropout "
+            "(peft/tuners/lokr/layer.py Linear.forward): a data-dependent branch fake tensors "
+            "cannot take, so the adapters would be skipped",
+}
+"""Methods simulate cannot run through PEFT on fake tensors, with the reason (``estimate`` sizes
+them)."""
 
-    lora = sheet.training.lora
-    targets = None if lora.targets == "default" else lora.targets
-    alpha = lora.alpha or 2 * lora.rank
+
+def _add_peft(model, sheet: Sheet, compute_dtype, notes: list[str]):
+    """Wrap ``model`` with the sheet's PEFT method; returns the PEFT model and the adapted
+    target modules (empty for prompt-learning methods).
+
+    Raises:
+        SimulationError: PEFT refuses the config on this model (it says why); a method or
+            ``modules_to_save`` that cannot run on fake tensors (:data:`_NOT_ON_FAKE_TENSORS`).
+    """
+    import peft
+    from peft import get_peft_model
+
+    from ..memory.training.peft_methods import peft_config_kwargs
+    training = sheet.training
+    if training.peft in _NOT_ON_FAKE_TENSORS:
+        raise SimulationError(f"simulate cannot run peft {training.peft}: "
+                              f"{_NOT_ON_FAKE_TENSORS[training.peft]}; estimate sizes it",
+                              field="training.peft", value=training.peft)
+    if training.modules_to_save:
+        raise SimulationError("simulate cannot run modules_to_save: PEFT deep-copies each "
+                              "module (ModulesToSaveWrapper), and a deep copy of a fake tensor "
+                              "lands in another FakeTensorMode; estimate sizes the copies",
+                              field="training.modules_to_save",
+                              value=list(training.modules_to_save))
+    config_class, kw = peft_config_kwargs(training)
+    if training.modules_to_save:
+        kw["modules_to_save"] = list(training.modules_to_save)
     import torch
     from unittest import mock
 
     from peft.tuners.tuners_utils import BaseTunerLayer
     previous = torch.get_default_dtype()
-    amp = sheet.training.precision == "amp"
+    amp = training.precision == "amp"
     # PEFT makes the adapters in the default dtype, then moves them to the base layer's device
     # and dtype with Module.to() (and, by default, upcasts them to fp32), which cannot swap fake
     # parameters. There is one (CPU) device: make them in their final dtype directly, fp32
@@ -255,19 +289,24 @@ def _add_lora(model, sheet: Sheet, compute_dtype, notes: list[str]):
     torch.set_default_dtype(torch.float32 if amp else compute_dtype)
     no_move = mock.patch.object(BaseTunerLayer, "_move_adapter_to_device_of_base_layer",
                                 lambda self, adapter_name, device=None: None)
+    field = "training.lora.targets" if "lora_alpha" in kw else "training.peft_options"
     try:
+        config = getattr(peft, config_class)(task_type="CAUSAL_LM", **kw)
         with moves_that_change_nothing_skipped(), no_move:
-            peft_model = get_peft_model(
-                model, LoraConfig(r=lora.rank, lora_alpha=alpha, target_modules=targets,
-                                  lora_dropout=0.0, task_type="CAUSAL_LM"),
-                autocast_adapter_dtype=False)
-    except ValueError as exc:
-        raise SimulationError(f"PEFT cannot place LoRA adapters: {exc}",
-                              field="training.lora.targets", value=lora.targets) from None
+            peft_model = get_peft_model(model, config, autocast_adapter_dtype=False)
+    except (ValueError, TypeError) as exc:
+        raise SimulationError(f"PEFT cannot place {training.peft} adapters: {exc}",
+                              field=field, value=kw.get("target_modules")) from None
     finally:
         torch.set_default_dtype(previous)
-    placed = sorted(peft_model.peft_config["default"].target_modules)
-    notes.append(f"LoRA through PEFT: rank {lora.rank}, alpha {alpha}, targets {placed}, "
-                 f"adapters in {'fp32 (amp)' if amp else 'the compute dtype (pure)'}")
+    targets = getattr(peft_model.peft_config["default"], "target_modules", None)
+    placed = sorted(targets) if isinstance(targets, (set, list, tuple)) else []
+    what = (f"rank {kw['r']}, alpha {kw['lora_alpha']}" if "lora_alpha" in kw else
+            ", ".join(f"{k} {v}" for k, v in sorted(kw.items()) if k != "target_modules"))
+    label = "LoRA" if training.peft == "lora" else f"{training.peft} ({config_class})"
+    notes.append(f"{label} through PEFT: {what}, targets {placed}"
+                 + (f", modules_to_save {kw['modules_to_save']}" if training.modules_to_save
+                    else "")
+                 + f", adapters in {'fp32 (amp)' if amp else 'the compute dtype (pure)'}")
     peft_model.train()
     return peft_model, placed

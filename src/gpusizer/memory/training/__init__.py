@@ -43,7 +43,7 @@ from .master import master_items
 from .optimizer import optimizer_items
 from .placement import gradient_shares, placement_items, resharded_weights
 from .sharding import Sharding, sharding
-from .trainable import adapter_items, trainable, trained_parts
+from .trainable import adapter_items, method_items, trainable, trained_parts
 from .validation import validation_item
 
 __all__ = ["TrainingSummary", "training_items", "trained_parts", "TRAINING_STRATEGIES",
@@ -142,6 +142,8 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
     gradients_bytes, host_gradients = gradient_shares(trained.parameters, dtypes, shards)
     adapters, adapter_notes, host_adapters = adapter_items(training, trained, dtypes, shards,
                                                            phases)
+    added, added_notes = method_items(training, facts, trained, dtypes, shards, phases,
+                                      quantized_base=not weight_format(runs).dense)
     optimizer, optimizer_notes, host_states = optimizer_items(training, trained,
                                                               dtypes.state_bytes, shards)
     master, host_master = master_items(trained, dtypes, shards, phases)
@@ -153,11 +155,12 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                                               shards=shards, gradients_bytes=gradients_bytes)
     weights, host_params = resharded_weights(weight_items, trained, dtypes, shards, phases, facts)
     every_layer = plan.mode == "full" and training.checkpointing.every == 1
-    items = [*weights, *adapters,
+    items = [*weights, *adapters, *added,
              *cast_items(facts, trained.full, every_layer, dtypes, shards, phases),
              *optimizer, *backward,
              validation_item(training, facts, dtypes, runs=runs, kernel=kernel,
-                             framework=sheet.stack.framework), *export, *placed, *master]
+                             framework=sheet.stack.framework,
+                             virtual_tokens=trained.virtual_tokens), *export, *placed, *master]
     tokens = training.microbatch * training.sequence_length
     host = [("parameter shards", host_params + host_adapters),
             ("gradient shards", host_gradients),
@@ -176,7 +179,7 @@ def training_items(sheet: Sheet, facts: ModelFacts, *, runs: str, compute_dtype:
                                   max((g.largest_matrix for g in facts.architecture.params),
                                       default=0), items, trained.full),
                               placement=shards)
-    notes = [*adapter_notes, *optimizer_notes, *placement_notes, *_closing_notes(sheet, dtypes,
+    notes = [*adapter_notes, *added_notes, *optimizer_notes, *placement_notes, *_closing_notes(sheet, dtypes,
                                                                                 summary),
              *_strategy_notes(sheet, summary, plan)]
     return items, notes, summary

@@ -32,7 +32,8 @@ def backward_items(training: Training, facts: ModelFacts, trained: Trainable,
     """``activations``, ``logits``, ``gradients`` and ``backward_working``, each with its size at
     the backward peak, that peak and the checkpointing plan (``.checkpointing``); the loss
     follows ``training.loss`` under ``framework`` (``.loss``)."""
-    batch, seq = training.microbatch, training.sequence_length
+    # a prompt-learning PEFT method's virtual tokens run through every layer and the logits
+    batch, seq = training.microbatch, training.sequence_length + trained.virtual_tokens
     tokens = batch * seq
     packed_mask = training.packing and kernel != "flash"
     layer = layer_activations(facts, batch=batch, seq=seq, c=dtypes.compute_bytes, kernel=kernel,

@@ -13,13 +13,16 @@ __all__ = ["validation_item"]
 
 
 def validation_item(training: Training, facts: ModelFacts, dtypes: TrainingDtypes, *,
-                    runs: str, kernel: str, framework: str = "auto") -> Item:
+                    runs: str, kernel: str, framework: str = "auto",
+                    virtual_tokens: int = 0) -> Item:
     """``validation_working``: the no-grad forward's working memory (``memory/working_memory``)
     at ``validation_microbatch`` (default: the microbatch) + the loss, B·s·V × (fp32 logits
     beyond c: 4 − c when the logits are fp32, else an fp32 copy 4; + log_softmax 4) bytes; a
     chunked loss that never makes the whole logits (``loss.validation_loss``) replaces the
-    logits and that loss by its own chunk."""
-    batch, seq = training.validation_microbatch or training.microbatch, training.sequence_length
+    logits and that loss by its own chunk; ``virtual_tokens``: what a prompt-learning PEFT
+    method prepends to each sequence."""
+    batch = training.validation_microbatch or training.microbatch
+    seq = training.sequence_length + virtual_tokens
     width, logits_width = dtypes.compute_bytes, dtypes.logits_bytes
     chunked = validation_loss(training.loss, framework, facts, batch=batch, seq=seq,
                               c=logits_width)
