@@ -222,8 +222,9 @@ def _complete(d: dict, model_type: str) -> None:
     """Fill what every real checkpoint's config.json states but a library default leaves
     ``None`` (the model's code then fails on ``None``): ``head_dim`` = hidden ÷ heads (what the
     models compute when the key is absent), ``num_key_value_heads`` = the heads (no GQA), a
-    missing ``layer_types`` = every layer full attention; and ``is_decoder`` for a model the
-    causal-LM mapping runs as a decoder (Reformer asserts it). Nothing else is invented."""
+    missing ``layer_types`` = every layer full attention; ``is_decoder`` for a model the
+    causal-LM mapping runs as a decoder (Reformer asserts it); X-MOD's ``default_language`` =
+    its first language. Nothing else is invented."""
     hidden = next((d[k] for k in _HIDDEN_KEYS if isinstance(d.get(k), int)), None)
     heads = next((d[k] for k in _HEAD_KEYS if isinstance(d.get(k), int)), None)
     if "head_dim" in d and d["head_dim"] is None and hidden and heads:
@@ -235,6 +236,9 @@ def _complete(d: dict, model_type: str) -> None:
         d["layer_types"] = ["full_attention"] * layers
     if model_type == "reformer":
         d["is_decoder"] = True
+    if d.get("default_language") is None and isinstance(d.get("languages"), list) \
+            and d["languages"]:  # X-MOD: the adapter a forward without lang_ids uses
+        d["default_language"] = d["languages"][0]
 
 
 def tiny_config(model_type: str, level: int = 0) -> dict:
