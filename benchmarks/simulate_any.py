@@ -218,6 +218,29 @@ def _keep_products(d: dict, lv: dict, heads_old: int | None, hidden_old: int | N
             rope["mrope_section"] = new
 
 
+def _complete(d: dict, model_type: str) -> None:
+    """Fill what every real checkpoint's config.json states but a library default leaves
+    ``None`` (the model's code then fails on ``None``): ``head_dim`` = hidden ÷ heads (what the
+    models compute when the key is absent), ``num_key_value_heads`` = the heads (no GQA), a
+    missing ``layer_types`` = every layer full attention; ``is_decoder`` for a model the
+    causal-LM mapping runs as a decoder (Reformer asserts it); X-MOD's ``default_language`` =
+    its first language. Nothing else is invented."""
+    hidden = next((d[k] for k in _HIDDEN_KEYS if isinstance(d.get(k), int)), None)
+    heads = next((d[k] for k in _HEAD_KEYS if isinstance(d.get(k), int)), None)
+    if "head_dim" in d and d["head_dim"] is None and hidden and heads:
+        d["head_dim"] = hidden // heads
+    if "num_key_value_heads" in d and d["num_key_value_heads"] is None and heads:
+        d["num_key_value_heads"] = heads
+    key, layers = _layer_count(d)
+    if "layer_types" in d and d["layer_types"] is None and layers:
+        d["layer_types"] = ["full_attention"] * layers
+    if model_type == "reformer":
+        d["is_decoder"] = True
+    if d.get("default_language") is None and isinstance(d.get("languages"), list) \
+            and d["languages"]:  # X-MOD: the adapter a forward without lang_ids uses
+        d["default_language"] = d["languages"][0]
+
+
 def tiny_config(model_type: str, level: int = 0) -> dict:
     """config.json of a scaled-down ``model_type``: ``AutoConfig.for_model(model_type)``'s
     defaults with two layers and the widths of ``LEVELS[level]`` (sub-configs too), in bf16.
@@ -233,6 +256,10 @@ def tiny_config(model_type: str, level: int = 0) -> dict:
         for sub in _SUB_CONFIGS:
             if isinstance(d.get(sub), dict):
                 _shrink_one(d[sub], lv, vision=sub in _VISION_SUB)
+    _complete(d, model_type)
+    for sub in _SUB_CONFIGS:
+        if isinstance(d.get(sub), dict):
+            _complete(d[sub], model_type)
     d["torch_dtype"] = "bfloat16"
     d.pop("dtype", None)
     d.pop("auto_map", None)
@@ -267,6 +294,41 @@ SHEETS = {
 """The runs of each model type: prefill + decode, and one LoRA (all-linear) step."""
 
 
+def _peft_refused(exc: BaseException) -> bool:
+    """PEFT refused the targets (gpusizer's SimulationError quoting it) or failed in its own
+    layer code (e.g. wrapping an ``nn.Linear`` subclass whose forward returns a tuple)."""
+    if "PEFT cannot place" in str(exc):
+        return True
+    return any("/peft/" in f.filename for f in traceback.extract_tb(exc.__traceback__))
+
+
+def _plain_linear_names(cfg: dict, exc: BaseException) -> list[str]:
+    """The LoRA targets a user gives when PEFT refuses all-linear: the names of the model's
+    plain ``nn.Linear`` layers (a subclass with its own forward, such as a router returning a
+    tuple, left out), less the output layer and a module PEFT names as incompatible."""
+    import re
+
+    import torch
+    from transformers import AutoConfig
+
+    from gpusizer.simulate.build import model_class_for
+    auto, _ = model_class_for(cfg["model_type"])
+    with torch.device("meta"):
+        model = auto.from_config(AutoConfig.for_model(**cfg))
+    out = model.get_output_embeddings()
+    refused = set(re.findall(r"Module '([\w.]+)' is incompatible", str(exc)))
+    names = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                    if type(m) is torch.nn.Linear and m is not out} - refused)
+    if not names:
+        raise RuntimeError("no plain linear layer to adapt") from exc
+    return names
+
+
+def _with_targets(body: dict, targets) -> dict:
+    training = {**body["training"], "lora": {**body["training"]["lora"], "targets": targets}}
+    return {**body, "training": training}
+
+
 def run_type(model_type: str, folder: Path, level: int | None = None) -> dict:
     """Simulate ``model_type``'s runs (:data:`SHEETS`); returns ``{"ok", "level", "runs",
     "reason"}``."""
@@ -288,11 +350,24 @@ def run_type(model_type: str, folder: Path, level: int | None = None) -> dict:
         try:
             for name, body in SHEETS.items():
                 t0 = time.perf_counter()
-                r = run_simulate(parse_sheet({"model": {"path": str(path)}, **body}))
+                try:
+                    r = run_simulate(parse_sheet({"model": {"path": str(path)}, **body}))
+                    fallback = None
+                except Exception as exc:  # noqa: BLE001
+                    if name != "lora" or not _peft_refused(exc):
+                        raise
+                    # PEFT itself refuses or fails on all-linear for this model (a real run
+                    # fails the same way): the LoRA step runs on PEFT's default targets
+                    fallback = f"all-linear: {_reason(exc)}"
+                    targets = _plain_linear_names(cfg, exc)
+                    r = run_simulate(parse_sheet({"model": {"path": str(path)},
+                                                  **_with_targets(body, targets)}))
                 runs[name] = {"seconds": round(time.perf_counter() - t0, 2),
                               "peak_bytes": r.memory.peak_bytes,
                               "weights_bytes": r.memory.weights_bytes,
-                              "model_class": r.model_class}
+                              "model_class": r.model_class,
+                              **({"targets": targets, "all_linear_refused": fallback}
+                                 if fallback else {})}
         except Exception as exc:  # noqa: BLE001
             # the largest level that built ran furthest: its reason is the telling one
             run_reason = f"{name}: {_reason(exc)}"

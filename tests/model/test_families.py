@@ -8,6 +8,8 @@ and the test rebuilds the stored count from our groups plus the documented extra
 
 from __future__ import annotations
 
+from gpusizer.model.config import facts_from_config
+
 from math import ceil
 
 import pytest
@@ -194,6 +196,18 @@ def test_qwen3_moe_dims() -> None:
             moe.num_shared_experts, moe.moe_layers) == (128, 8, 768, 0, 48)
     assert facts.architecture.intermediate_size == 0
     assert group(facts, "experts") == 48 * 128 * 3 * 2048 * 768
+    assert group(facts, "router") == 48 * 128 * 2048
+
+
+def test_qwen3_moe_config_saved_by_transformers_5_names_experts_num_local_experts() -> None:
+    # transformers 5.x saves Qwen3MoeConfig's num_experts as num_local_experts (attribute_map):
+    # the same 128 experts whichever name the config.json uses
+    from tests.model.conftest import config_of
+    config = dict(config_of("Qwen/Qwen3-30B-A3B"))
+    config["num_local_experts"] = config.pop("num_experts")
+    facts = facts_from_config(config, model_id="Qwen/Qwen3-30B-A3B", revision="main",
+                              source="path", source_detail="saved by transformers 5.24")
+    assert facts.architecture.moe.num_experts == 128
     assert group(facts, "router") == 48 * 128 * 2048
 
 

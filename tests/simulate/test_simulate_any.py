@@ -86,3 +86,27 @@ def test_lora_all_linear_step(bench, tmp_path):
     assert r.trainable_parameters == 2 * sum(rank * (i + o) for i, o in shapes) == 17_408
     assert r.memory.item("lora_adapters").provenance == "simulated"
     assert r.memory.item("gradients") is not None
+
+
+def test_library_defaults_left_none_are_completed_as_checkpoints_state_them(bench):
+    """head_dim = hidden ÷ heads, KV heads = heads, layer_types = full attention: what the
+    models compute when a checkpoint leaves the key out (Hunyuan, Nemotron, LFM2-MoE)."""
+    d = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": None,
+         "head_dim": None, "num_hidden_layers": 2, "layer_types": None}
+    bench._complete(d, "any")
+    assert (d["head_dim"], d["num_key_value_heads"]) == (16, 4)
+    assert d["layer_types"] == ["full_attention", "full_attention"]
+    given = {"hidden_size": 64, "num_attention_heads": 4, "head_dim": 32}
+    bench._complete(given, "any")
+    assert given["head_dim"] == 32  # a stated value is never changed
+
+
+def test_plain_linear_targets_leave_out_subclasses_and_refused_modules(bench):
+    """Where PEFT refuses all-linear, the LoRA step adapts the plain nn.Linear layers: Llama 4's
+    router (an nn.Linear subclass returning a tuple) is left out, and a module PEFT names as
+    incompatible (Mamba's out_proj) too."""
+    names = bench._plain_linear_names(bench.tiny_config("llama4_text"), RuntimeError("x"))
+    assert "router" not in names and {"q_proj", "k_proj", "v_proj", "o_proj"} <= set(names)
+    refusal = RuntimeError("Module 'out_proj' is incompatible with Mamba-based models")
+    names = bench._plain_linear_names(bench.tiny_config("mamba"), refusal)
+    assert "out_proj" not in names and "in_proj" in names

@@ -161,7 +161,7 @@ def run_phases(sheet: Sheet, config_dict: dict, *, dtype: str,
         else:
             trainable = 0
             _run_inference(sheet, built, tracker, known, state, notes)
-    if getattr(reads, "calls", 0):
+    if getattr(reads, "calls", 0) or getattr(reads, "shapes", 0):
         notes.append(reads.note())
     merged: dict[str, PhasePeak] = {}
     for p in tracker.peaks:
@@ -252,10 +252,27 @@ def _data_dependent_reads_mode():
         NaN is False. Counted, and said in a note."""
 
         calls = 0
+        shapes = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             import torch
-            from torch._subclasses.fake_tensor import DataDependentOutputException
+            from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                                       DynamicOutputShapeException)
+            if func in _LARGEST_OUTPUT:
+                try:
+                    return func(*args, **(kwargs or {}))
+                except DynamicOutputShapeException:
+                    self.shapes += 1
+                    shape, dtype = _LARGEST_OUTPUT[func](*args)
+                    return torch.empty(shape, dtype=dtype, device=args[0].device)
+            if func is torch.ops.aten.index.Tensor:
+                try:
+                    return func(*args, **(kwargs or {}))
+                except DynamicOutputShapeException:
+                    # x[mask]: every element of the mask selected (its largest output), as
+                    # one integer index per mask dimension of the mask's size
+                    self.shapes += 1
+                    return func(args[0], _bool_as_int_indices(args[1]))
             if func is not torch.ops.aten._local_scalar_dense.default:
                 return func(*args, **(kwargs or {}))
             try:  # a fake tensor made from a Python number keeps its value
@@ -266,11 +283,46 @@ def _data_dependent_reads_mode():
                 return False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0)
 
         def note(self) -> str:
-            return (f"{self.calls} read(s) of a tensor's value (.item(), a tensor's truth) "
-                    "answered 0 / False: fake tensors have no values, and the inputs are all "
-                    "token 0 (no image or special token)")
+            parts = []
+            if self.calls:
+                parts.append(f"{self.calls} read(s) of a tensor's value (.item(), a tensor's "
+                             "truth) answered 0 / False: fake tensors have no values, and the "
+                             "inputs are all token 0 (no image or special token)")
+            if self.shapes:
+                parts.append(f"{self.shapes} op(s) whose output size depends on values "
+                             "(nonzero, masked_select) given their largest output (every "
+                             "element selected): an upper bound of what they hold")
+            return "; ".join(parts)
 
+    import torch
+    aten = torch.ops.aten
+    global _LARGEST_OUTPUT
+    _LARGEST_OUTPUT = {
+        # nonzero: one row of indices per element at most (every element non-zero)
+        aten.nonzero.default: lambda t, *a: ((t.numel(), t.dim()), torch.int64),
+        # masked_select: at most every element of the broadcast input
+        aten.masked_select.default: lambda t, m, *a: (
+            (max(t.numel(), m.numel()),), t.dtype),
+    }
     return DataDependentReads
+
+
+def _bool_as_int_indices(indices: list) -> list:
+    """``aten.index.Tensor``'s indices with each boolean mask of k dimensions replaced by k
+    int64 index tensors of the mask's element count (the selection of every element)."""
+    import torch
+    out: list = []
+    for idx in indices:
+        if idx is not None and idx.dtype in (torch.bool, torch.uint8):
+            n = idx.numel()
+            out += [torch.zeros((n,), dtype=torch.int64, device=idx.device)] * idx.dim()
+        else:
+            out.append(idx)
+    return out
+
+
+_LARGEST_OUTPUT: dict = {}
+"""Ops whose output size depends on values → their largest output ``(shape, dtype)``."""
 
 
 def _DataDependentReads():

@@ -26,7 +26,10 @@ IGNORED_KEYS: frozenset[str] = frozenset({"norm_topk_prob"})
 
 
 def _moe(cfg: ConfigReader, d: Dims) -> MoeBlock:
-    experts = cfg.require_int("num_experts")
+    # Hub checkpoints write num_experts; transformers 5.x saves it as num_local_experts
+    # (Qwen3MoeConfig.attribute_map = {"num_experts": "num_local_experts"})
+    experts = cfg.require_int("num_local_experts" if cfg.has("num_local_experts")
+                              and not cfg.has("num_experts") else "num_experts")
     width = cfg.require_int("moe_intermediate_size")
     step = cfg.optional_int("decoder_sparse_step", 1)
     dense_only = set(cfg.int_list("mlp_only_layers"))
