@@ -27,7 +27,7 @@ POOL_ALIAS = "vllm"
 def _item(it: Item) -> dict[str, Any]:
     d: dict[str, Any] = {"name": it.name, "bytes": it.bytes, "provenance": it.provenance,
                          "phases": list(it.phases), "source": it.source, "formula": it.formula,
-                         "non_torch": it.non_torch}
+                         "non_torch": it.non_torch, "holder": it.holder}
     if it.bytes is None:
         d["unknown_reason"] = it.unknown_reason
     if it.phase_bytes:
@@ -36,7 +36,9 @@ def _item(it: Item) -> dict[str, Any]:
 
 
 def _phase(p: Phase) -> dict[str, Any]:
-    return {"name": p.name, "peak_bytes": p.peak_bytes, "device_peak_bytes": p.device_peak_bytes,
+    return {"name": p.name, "peak_bytes": p.peak_bytes,
+            "reserved_peak_bytes": p.reserved_peak_bytes,
+            "device_peak_bytes": p.device_peak_bytes,
             "known_bytes": p.known_bytes, "items": list(p.items),
             "unknown_items": list(p.unknown_items)}
 
@@ -69,6 +71,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "weights_format": est.weights_format, "stored_format": est.stored_format,
         "weights_bytes": est.weights_bytes, "reserve_bytes": est.reserve_bytes,
         "envelope_bytes": est.envelope_bytes, "peak_bytes": est.peak_bytes,
+        "reserved_peak_bytes": est.reserved_peak_bytes,
         "device_peak_bytes": est.device_peak_bytes,
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
