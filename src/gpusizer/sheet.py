@@ -25,6 +25,7 @@ from .bounds import (MAX_BYTES, MAX_COUNT, MAX_DAYS, MAX_PARAMETERS, MAX_USD, bo
 from .errors import SheetError, listed, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
+from .stack import LIBRARIES, UnknownVersion, check_version
 from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
@@ -488,6 +489,17 @@ class Stack(_Block):
     framework: Literal[FRAMEWORKS] = "auto"  # type: ignore[valid-type]
     """A training stack whose documented defaults fill the keys the sheet leaves unset
     (explicit keys win)."""
+
+    @model_validator(mode="after")
+    def _known_versions(self) -> "Stack":
+        # a version no rule table knows is refused, listing those known (gpusizer.stack)
+        for name in LIBRARIES:
+            value = getattr(self, name, "auto")
+            try:
+                check_version(name, value)
+            except UnknownVersion as exc:
+                raise _FieldProblem(name, value, str(exc)) from None
+        return self
 
 
 class Sheet(_Block):

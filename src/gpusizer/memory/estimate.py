@@ -27,6 +27,7 @@ from .placement import Share, inference_share
 from .reserved import allocator_slack_item, kv_growth_fragmentation_item
 from .training import TrainingSummary, training_items
 from .training.trainable import trainable
+from ..stack import TRANSFORMERS_STACKED_IN_V4, rule_row
 from .working_memory import WORKING_SOURCE, forward_working_bytes
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
@@ -159,6 +160,13 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
                               "a guaranteed peak (R7)"))
         return [item], per_gpu, notes
     engine = engine_of(sheet).name
+    if rec.family == "bitsandbytes" and _experts_one_by_one(sheet, facts, engine_of(sheet)):
+        # transformers 4.x: each expert is an nn.Linear that bitsandbytes quantizes, as it
+        # quantizes the checkpoint's stored experts (format record: packs(None, …))
+        row = rule_row("transformers", "bnb_moe_experts", sheet.stack.transformers)
+        notes.append(Note("stack_rule", f"transformers {sheet.stack.transformers} "
+                          f"({row.versions}): {row.value}: {row.source}"))
+        engine = None
     bd = weight_breakdown(facts, plan.runs, compute_dtype=plan.compute_dtype,
                           quant=sheet_quant_params(sheet, facts, plan.runs), engine=engine)
     notes += [Note("format_exclusions", text) for text in bd.notes]
@@ -262,7 +270,16 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
     items += transients
     if any(it.name == "kv_cache_growth_transient" for it in transients):
         # the engine grows the cache with torch.cat: the freed, shorter tensors fragment
-        items.append(_kv_growth_fragmentation(layout, inf, seqs, lf, whole_cache=False))
+        row = rule_row("transformers", "kv_cache", sheet.stack.transformers)
+        legacy = row.value == "legacy_tuple"
+        if legacy:
+            items = [it for it in items if it.name != "kv_cache_growth_transient"]
+            items.append(Item("kv_cache_growth_transient", kv_full, "estimated", ("decode",),
+                              row.source, f"transformers {sheet.stack.transformers} "
+                              f"({row.versions}, legacy tuple cache): the previous cache of "
+                              f"every layer lives beside the new one: {kv_full} B at the last "
+                              "step"))
+        items.append(_kv_growth_fragmentation(layout, inf, seqs, lf, whole_cache=legacy))
     return items, kv_full, layout
 
 
@@ -277,6 +294,18 @@ def _kv_growth_fragmentation(layout, inf, sequences: int, layer_fraction: Fracti
                                         bytes_per_token=per_tensor,
                                         prompt_tokens=inf.prompt_tokens,
                                         new_tokens=inf.new_tokens, whole_cache=whole_cache)
+
+
+def _experts_one_by_one(sheet: Sheet, facts: ModelFacts, engine: Engine) -> bool:
+    """The engine runs transformers' model code, which holds this MoE's routed experts as one
+    ``nn.Linear`` per expert: the sheet's transformers version is on the ``per_expert_linear``
+    row of ``bnb_moe_experts`` (``gpusizer.stack``: transformers 4.x) and the family did not
+    already stack them in 4.x."""
+    library = engine.modeling_library
+    return (library is not None and facts.architecture.moe is not None
+            and facts.model_type not in TRANSFORMERS_STACKED_IN_V4
+            and rule_row(library, "bnb_moe_experts",
+                         getattr(sheet.stack, library)).value == "per_expert_linear")
 
 
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,
@@ -510,8 +539,10 @@ def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan,
     family's resident matrices), then a training's gradients and optimizer states
     (``trained_sizes``)."""
     if tensor_sizes is None:
+        one_by_one = facts is not None and _experts_one_by_one(sheet, facts, engine)
         tensor_sizes = _weight_tensor_sizes(
-            facts, plan, share, engine.name,
+            facts, plan, share, None if one_by_one and weight_format(plan.runs).family
+            == "bitsandbytes" else engine.name, one_by_one=one_by_one,
             quant=sheet_quant_params(sheet, facts, plan.runs) if facts is not None else None)
     if sheet.task == "inference":
         nccl = nccl_item(share.gpus, phases, share.strategy, card=card,

@@ -123,7 +123,7 @@ managed memory). ``quantization_metadata`` counts as weights in ``lower_bound_co
 NoteCode = Literal[
     "card", "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
     "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
-    "pool_peak_is_budget", "simulation", "not_simulated", "no_arithmetic",
+    "pool_peak_is_budget", "simulation", "not_simulated", "no_arithmetic", "stack_rule",
 ]
 
 NOTE_CODES: dict[NoteCode, str] = {
@@ -147,6 +147,8 @@ NOTE_CODES: dict[NoteCode, str] = {
     "not_simulated": "what the simulation does not run or cannot see",
     "no_arithmetic": "no family counts this model_type: the items come from the simulation "
                      "(transformers' own model code on fake tensors), not from arithmetic",
+    "stack_rule": "a rule of the sheet's library versions (stack block) other than the pinned "
+                  "versions' changed what is sized (gpusizer.stack)",
 }
 """Note code → what notes of that code say. Code branches on the code, never on the text."""
 

@@ -14,6 +14,7 @@ from ..model.facts import ModelFacts
 from ..decision.results import EstimateResult, PlanResult
 from ..decision.verdict import judgement_of
 from ..sheet import Sheet
+from ..stack import applied_versions
 
 __all__ = ["memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
            "dumps", "POOL_ALIAS"]
@@ -129,7 +130,8 @@ def _trainable(est: MemoryEstimate | None) -> int:
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
     """``gpusizer estimate --format json``."""
     doc = {"schema_version": SCHEMA_VERSION,
-           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE,
+                        "stack": applied_versions(r.sheet.stack)},
            "sheet": r.sheet.model_dump(mode="json"),
            "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
            "card": r.card.name if r.card else None,
@@ -190,7 +192,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
                                    "skipped_rows": [{"row": x.row, "label": x.label,
                                                      "reason": x.reason} for x in f.skipped]}
                                   for f in r.catalogs],
-                     "registry": REGISTRY_NOTE},
+                     "registry": REGISTRY_NOTE, "stack": applied_versions(r.sheet.stack)},
         "sheet": r.sheet.model_dump(mode="json"), "sheet_sha256": r.sheet_sha256,
         "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,

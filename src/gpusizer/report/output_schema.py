@@ -48,6 +48,10 @@ class Producer(_Out):
     catalogs: list[CatalogRecord] = Field(default_factory=list,
                                           description="the catalog files read, in order")
     registry: str | None = Field(None, description="the bundled model registry used")
+    stack: dict[str, str] | None = Field(
+        None, description="library → the version whose rules were applied (the sheet's stack "
+                          "block, auto resolved to the pinned version; docs/stack-rules.md), "
+                          "and framework as the sheet gives it")
 
 
 class ModelOut(_Out):

@@ -43,6 +43,7 @@ class TransformersEngine(EngineBase):
     placement = PlacementRule(tp_replicated_embedding=True)
     fused_moe = False
     keeps_inputs_embeds = True
+    modeling_library = "transformers"
     budget_rule = ""
     pool_peak_note = ""
 
