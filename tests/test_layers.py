@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpusizer"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("units", "errors", "yaml_reader", "bounds", "input_files"),
-    ("formats",),
+    ("formats", "stack"),
     ("sheet", "sheet_presets"),
     ("model",),
     ("catalog",),

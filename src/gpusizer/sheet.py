@@ -26,6 +26,7 @@ from .errors import SheetError, listed, shown
 from .formats import FORMATS, NAMES
 from .input_files import read_input
 from .sheet_presets import resolve_framework
+from .stack import LIBRARIES, UnknownVersion, check_version
 from .units import parse_bytes
 from .yaml_reader import YamlProblem, decode_text, parse_yaml
 
@@ -746,6 +747,17 @@ class Stack(_Block):
     framework: Literal[FRAMEWORKS] = "auto"  # type: ignore[valid-type]
     """A training stack whose documented defaults fill the keys the sheet leaves unset
     (explicit keys win)."""
+
+    @model_validator(mode="after")
+    def _known_versions(self) -> "Stack":
+        # a version no rule table knows is refused, listing those known (gpusizer.stack)
+        for name in LIBRARIES:
+            value = getattr(self, name, "auto")
+            try:
+                check_version(name, value)
+            except UnknownVersion as exc:
+                raise _FieldProblem(name, value, str(exc)) from None
+        return self
 
 
 # --- campaigns (CONTRACT.md `variants`, R15): one contiguous place -------------------------

@@ -20,9 +20,14 @@ def test_phase_peaks_are_what_is_live_and_reserve_is_never_added():
     assert kv.bytes_in("prefill") == 32 * 2 * 8 * 128 * 2 * 3072 * 2  # the prompt only
     decode = {p.name: p for p in est.phases}["decode"]
     live = [est.item(n) for n in decode.items]
-    assert decode.peak_bytes == sum(i.bytes_in("decode") for i in live if not i.non_torch)
+    assert decode.peak_bytes == sum(i.bytes_in("decode") for i in live if i.holder == "torch")
+    # reserved = allocated + what the allocator holds without a tensor (never the CUDA context)
+    assert decode.reserved_peak_bytes == sum(i.bytes_in("decode") for i in live
+                                             if not i.non_torch)
+    assert decode.peak_bytes < decode.reserved_peak_bytes < decode.device_peak_bytes
     assert decode.device_peak_bytes == sum(i.bytes_in("decode") for i in live)
     assert est.peak_bytes == max(p.peak_bytes for p in est.phases)
+    assert est.reserved_peak_bytes == max(p.reserved_peak_bytes for p in est.phases)
     assert est.envelope_bytes == est.weights_bytes + 6 * 2**30
     assert est.peak_bytes < est.conservative_envelope_bytes  # items do not all peak at once
     assert est.lower_bound_bytes == est.weights_bytes + kv.bytes

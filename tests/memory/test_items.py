@@ -111,7 +111,10 @@ def test_item_names_come_from_the_table():
     with pytest.raises(ValueError, match="non_torch"):
         Item("cuda_context", 1, "declared", ("load",), "s")   # outside PyTorch's allocator
     assert {n for n, k in ITEM_KINDS.items() if k.holder == "non_torch"} == {
-        "cuda_context", "nccl_buffers", "allocator_slack", "optimizer_states_paged"}
+        "cuda_context", "nccl_buffers", "optimizer_states_paged"}
+    # reserved by the caching allocator, held by no tensor: inside reserved, outside allocated
+    assert {n for n, k in ITEM_KINDS.items() if k.holder == "allocator"} == {
+        "allocator_slack", "allocator_fragmentation"}
 
 
 def _golden_item_names() -> set[str]:

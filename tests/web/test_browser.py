@@ -52,7 +52,7 @@ def test_the_readme_example_in_the_browser(browser, server_url):
     submit(browser)
     answer = browser.find_element(By.CSS_SELECTOR, "ul.answer li").text
     assert answer.startswith("Answer: seed-rtx-6000-ada")
-    assert "estimated: fits, 17.22 GiB headroom" in answer
+    assert "estimated: fits, 17.10 GiB headroom" in answer
     chart = browser.find_element(By.ID, "phase-chart")
     bars = chart.find_elements(By.CSS_SELECTOR, "g.bar")
     assert [b.get_attribute("data-phase") for b in bars] == ["load", "prefill", "decode"]

@@ -19,10 +19,12 @@ from ..memory.fit_rule import FitJudgement, judge_on_card, lot_words
 from ..memory.items import MemoryEstimate
 from ..model.facts import ModelFacts
 from ..sheet import Sheet
+from ..stack import resolve, trl_max_length
 from ..units import fmt_bytes
 
 __all__ = ["State", "Criterion", "OfferContext", "CRITERIA", "workload", "compatibility", "memory",
-           "judged_memory", "quality", "distribution", "budget", "scope_mismatch"]
+           "judged_memory", "quality", "distribution", "budget", "scope_mismatch",
+           "silent_truncation"]
 
 State = Literal["acceptable", "to_confirm", "exclude"]
 
@@ -209,9 +211,39 @@ def workload(ctx: OfferContext) -> Criterion:
                          "record the executed dimensions (`gpusizer measure` does not run "
                          f"{engine.label}; `gpusizer import {engine.name}-log` proves memory, "
                          "never the workload: a start-up log runs no request)")
+    truncation = silent_truncation(ctx.sheet)
+    if truncation is not None:
+        reason, condition = truncation
+        return Criterion("to_confirm", "executed dimensions not yet in evidence; " + reason,
+                         condition + f", run the workload on this card at {dims} and record the "
+                         "executed dimensions (gpusizer measure)")
     return Criterion("to_confirm", "executed dimensions not yet in evidence",
                      f"run the workload on this card at {dims} and record the executed dimensions "
                      "(gpusizer measure)")
+
+
+def silent_truncation(sheet: Sheet) -> tuple[str, str] | None:
+    """A training length above the SFT trainer's default maximum length of the sheet's stack
+    (TRL's ``SFTConfig.max_length``, ``gpusizer.stack`` rule ``trl.sft_max_length``): TRL cuts
+    every longer sample without an error, so the run would train on fewer tokens than the sheet
+    asks (R9). Only for ``stack.framework: trl-sft``, whose trainer that is; the sheet has no key
+    for the run's own setting, so the criterion asks to confirm it.
+
+    Returns:
+        ``(reason, condition)`` or None when the length is within the default (or another
+        framework runs).
+    """
+    tr = sheet.training
+    if tr is None or sheet.stack.framework != "trl-sft":
+        return None
+    key, default = trl_max_length(sheet.stack.trl)
+    if tr.sequence_length <= default:
+        return None
+    version = resolve("trl", sheet.stack.trl)
+    return (f"TRL {version}'s SFT trainer truncates samples to {key}={default} tokens by "
+            f"default, fewer than training.sequence_length {tr.sequence_length}: without an "
+            "explicit setting the run trains on shorter sequences than the sheet declares",
+            f"set {key}={tr.sequence_length} (or more) in the TRL config")
 
 
 def _own_environment(doc: EvidenceDoc, ctx: OfferContext) -> bool:

@@ -13,7 +13,8 @@ from fractions import Fraction
 
 from ..catalog.types import Card
 from ..errors import ModelError, SheetError
-from ..formats import FORMATS, QuantParams, compute_dtype, quant_params, weight_format
+from ..formats import (FORMATS, Matrices, QuantParams, compute_dtype, quant_params,
+                       weight_format)
 from ..model.config_only import ConfigOnlyFacts
 from ..model.facts import QUANTIZABLE_ROLES, ModelFacts
 from ..sheet import Sheet
@@ -21,16 +22,18 @@ from .card_rules import NO_CARD, CardRules, card_rules, describe_card_rules
 from .engines import TRAINING_ENGINE, Engine, engine_of
 from .items import ITEM_KINDS, INFERENCE_PHASES, TRAINING_PHASES, Item, MemoryEstimate, Note
 from .kv_cache import kv_bytes
-from .non_torch import (allocator_slack_item, cublas_workspace_item, cuda_context_item,
-                        nccl_item)
+from .non_torch import cublas_workspace_item, cuda_context_item, nccl_item
 from .placement import Share, inference_share
 from .recurrent_state import recurrent_state_bytes, vllm_recurrent_state_bytes
+from .reserved import allocator_slack_item, kv_growth_fragmentation_item
 from .vision import image_tokens_per_request
 from .training import TrainingSummary, training_items
 from .training.bare_count import bare_count_training_items
 from .training.deepspeed_reference import deepspeed_reference
 from .training.host_ram import host_ram
 from .working_memory import WORKING_SOURCE, forward_working_bytes, int4_kernel_items
+from .training.trainable import trainable
+from ..stack import TRANSFORMERS_STACKED_IN_V4, rule_row
 from .weights import DTYPE_BYTES, dense_bytes, resident_matrices, weight_breakdown
 
 __all__ = ["WeightPlan", "plan_weights", "estimate_memory", "sheet_quant_params",
@@ -162,6 +165,13 @@ def _weights_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, sha
                               "a guaranteed peak (R7)"))
         return [item], per_gpu, notes
     engine = engine_of(sheet).name
+    if rec.family == "bitsandbytes" and _experts_one_by_one(sheet, facts, engine_of(sheet)):
+        # transformers 4.x: each expert is an nn.Linear that bitsandbytes quantizes, as it
+        # quantizes the checkpoint's stored experts (format record: packs(None, …))
+        row = rule_row("transformers", "bnb_moe_experts", sheet.stack.transformers)
+        notes.append(Note("stack_rule", f"transformers {sheet.stack.transformers} "
+                          f"({row.versions}): {row.value}: {row.source}"))
+        engine = None
     bd = weight_breakdown(facts, plan.runs, compute_dtype=plan.compute_dtype,
                           quant=sheet_quant_params(sheet, facts, plan.runs), engine=engine)
     notes += [Note("format_exclusions", text) for text in bd.notes]
@@ -268,7 +278,21 @@ def _inference_items(sheet: Sheet, facts: ModelFacts, plan: WeightPlan, share: S
                                    weights_format=plan.runs)
     items.append(Item("decode_working", decode.total_bytes, "estimated", ("decode",),
                       WORKING_SOURCE, f"kernel {kernel}; " + decode.formula))
-    items += engine.decode_transients(facts, inference=inf, kv_bytes=kv_full, layer_fraction=lf)
+    transients = engine.decode_transients(facts, inference=inf, kv_bytes=kv_full,
+                                          layer_fraction=lf)
+    items += transients
+    if any(it.name == "kv_cache_growth_transient" for it in transients):
+        # the engine grows the cache with torch.cat: the freed, shorter tensors fragment
+        row = rule_row("transformers", "kv_cache", sheet.stack.transformers)
+        legacy = row.value == "legacy_tuple"
+        if legacy:
+            items = [it for it in items if it.name != "kv_cache_growth_transient"]
+            items.append(Item("kv_cache_growth_transient", kv_full, "estimated", ("decode",),
+                              row.source, f"transformers {sheet.stack.transformers} "
+                              f"({row.versions}, legacy tuple cache): the previous cache of "
+                              f"every layer lives beside the new one: {kv_full} B at the last "
+                              "step"))
+        items.append(_kv_growth_fragmentation(layout, inf, seqs, lf, whole_cache=legacy))
     return items, kv_full, layout
 
 
@@ -294,22 +318,59 @@ def _recurrent_state_items(facts: ModelFacts, *, sequences: int, dtype_bytes: in
                     if paged else ""))]
 
 
+def _kv_growth_fragmentation(layout, inf, sequences: int, layer_fraction: Fraction, *,
+                             whole_cache: bool) -> Item:
+    """The allocator's fragmentation of the full-attention layers' K and V growing by one
+    token per decode step (``memory.reserved``); sliding layers keep a constant window."""
+    layers = layout.full_layers
+    here = max(1, -(-layers * layer_fraction.numerator // layer_fraction.denominator))
+    per_tensor = layout.full_bytes_per_token // (2 * layers) * sequences if layers else 0
+    return kv_growth_fragmentation_item(tensors=2 * here if layers else 0,
+                                        bytes_per_token=per_tensor,
+                                        prompt_tokens=inf.prompt_tokens,
+                                        new_tokens=inf.new_tokens, whole_cache=whole_cache)
+
+
+def _experts_one_by_one(sheet: Sheet, facts: ModelFacts, engine: Engine) -> bool:
+    """The engine runs transformers' model code, which holds this MoE's routed experts as one
+    ``nn.Linear`` per expert: the sheet's transformers version is on the ``per_expert_linear``
+    row of ``bnb_moe_experts`` (``gpusizer.stack``: transformers 4.x) and the family did not
+    already stack them in 4.x."""
+    library = engine.modeling_library
+    return (library is not None and facts.architecture.moe is not None
+            and facts.model_type not in TRANSFORMERS_STACKED_IN_V4
+            and rule_row(library, "bnb_moe_experts",
+                         getattr(sheet.stack, library)).value == "per_expert_linear")
+
+
 def _weight_tensor_sizes(facts: ModelFacts | None, plan: WeightPlan, share: Share,
-                         engine: str) -> list[tuple[int, int]]:
-    """``(count, bytes)`` of the resident weight tensors on this GPU: one per matrix, routed
-    experts stacked per layer; tensor parallelism divides each tensor."""
+                         engine: str | None, *, one_by_one: bool = False,
+                         quant: QuantParams | None = None
+                         ) -> list[tuple[int, int | tuple[int, ...]]]:
+    """``(count, bytes)`` of the resident weight tensors on this GPU, in load order: one per
+    matrix, followed by its quantization metadata as one tensor when the format packs it
+    (``quant`` given); routed experts stacked per layer (one per expert when ``one_by_one``:
+    transformers 4.x); tensor parallelism divides each tensor."""
     if facts is None:
         return []
-    out = []
+    rec = weight_format(plan.runs)
+    packed = None if rec.dense or quant is None else rec.packs(engine, facts.quant)
+    out: list[tuple[int, int | tuple[int, ...]]] = []
     for role, n, r, c, per_elem in resident_matrices(facts, plan.runs, engine=engine,
                                                      compute_dtype=plan.compute_dtype):
         # Routed experts are stored as one stacked tensor per layer and projection (transformers
         # v5 grouped experts, vLLM FusedMoE w13/w2), not one tensor per expert.
         moe = facts.architecture.moe
-        stack = moe.num_experts if (role == "expert_linear" and moe) else 1
+        stack = moe.num_experts if (role == "expert_linear" and moe and not one_by_one) else 1
         size = int(stack * r * c * per_elem / share.tp)
         count = int(-(-Fraction(max(1, n // stack)) * share.layer_fraction // 1))
-        out.append((count, size))
+        meta = 0
+        if quant is not None and not rec.dense and per_elem == rec.bits / 8 \
+                and (packed is None or role in packed):
+            one = Matrices(((stack, r, c),), stack * r * c, stack, stack * r, stack * c,
+                           r * c)
+            meta = rec.metadata(one, quant).bytes // share.tp
+        out.append((count, (size, meta) if meta else size))
     return out
 
 
@@ -367,7 +428,8 @@ def estimate_memory(sheet: Sheet, facts: ModelFacts | None, *,
     else:
         notes += [Note("engine", text) for text in engine.notes(inf)]
         items, kv_full, layout = _inference_part(sheet, facts, plan, share, engine, w_items, cc)
-    items += _every_phase_items(sheet, facts, plan, share, engine, phases, card, interconnect)
+    items += _every_phase_items(sheet, facts, plan, share, engine, phases, card, interconnect,
+                                trained_sizes=_trained_tensor_sizes(sheet, facts, summary))
     # the workload's own KV cache, before a serving engine's pool replaces the item
     lower_items = _lower_bound_items(items)
     pool = None
@@ -509,24 +571,65 @@ def non_torch_items(sheet: Sheet, plan: WeightPlan, card: Card | None, *,
                                 tensor_sizes=weight_tensor_sizes)]
 
 
+_STATE_TENSORS = {"adamw": 2, "sgd-momentum": 1, "sgd": 0}
+"""State tensors per trainable tensor, each shaped like it and in its dtype, of the optimizers
+whose states are plain device tensors (``memory.optimizer_states``: AdamW's ``exp_avg`` and
+``exp_avg_sq``, SGD's ``momentum_buffer``); bitsandbytes' 8-bit and paged states and
+Adafactor's factored ones are not replayed."""
+
+
+def _trained_tensor_sizes(sheet: Sheet, facts: ModelFacts | None,
+                          summary: TrainingSummary | None) -> list[tuple[int, int]]:
+    """``(count, bytes)`` of the gradients and optimizer states a single-GPU or DDP training
+    keeps (one gradient, and ``_STATE_TENSORS`` states, per trainable tensor, in the trained
+    dtype); [] for inference and for the sharded placements, whose flat buffers
+    ``memory.training.placement`` sizes."""
+    if summary is None or facts is None or sheet.training is None \
+            or sheet.placement.strategy not in ("single", "ddp"):
+        return []
+    per_elem = DTYPE_BYTES.get(summary.trainable_dtype, 4)
+    copies = 1 + _STATE_TENSORS.get(sheet.training.optimizer, 0)
+    return [(count * copies, rows * cols * per_elem)
+            for count, rows, cols in trainable(sheet, facts).tensors]
+
+
 def _every_phase_items(sheet: Sheet, facts: ModelFacts | None, plan: WeightPlan, share: Share,
                        engine: Engine, phases: tuple[str, ...], card: Card | None,
                        interconnect: str | None,
-                       tensor_sizes: list[tuple[int, int]] | None = None) -> list[Item]:
+                       tensor_sizes: list[tuple[int, int]] | None = None,
+                       trained_sizes: list[tuple[int, int]] | None = None) -> list[Item]:
     """What every phase holds whatever the task: the CUDA context, NCCL buffers of the
     placement (over the offer's interconnect, else the card's default link), and the
-    allocator's slack over the weight tensors (``tensor_sizes``, else the family's resident
-    matrices)."""
+    allocator's slack over the resident tensors: the weights (``tensor_sizes``, else the
+    family's resident matrices), then a training's gradients and optimizer states
+    (``trained_sizes``)."""
     if tensor_sizes is None:
-        tensor_sizes = _weight_tensor_sizes(facts, plan, share, engine.name)
+        one_by_one = facts is not None and _experts_one_by_one(sheet, facts, engine)
+        tensor_sizes = _weight_tensor_sizes(
+            facts, plan, share, None if one_by_one and weight_format(plan.runs).family
+            == "bitsandbytes" else engine.name, one_by_one=one_by_one,
+            quant=sheet_quant_params(sheet, facts, plan.runs) if facts is not None else None)
     if sheet.task == "inference":
         nccl = nccl_item(share.gpus, phases, share.strategy, card=card,
                          interconnect=interconnect)
     else:
         nccl = nccl_item(sheet.placement.gpus, phases, sheet.placement.strategy, training=True,
                          card=card, interconnect=interconnect, nodes=sheet.placement.nodes)
-    return [cuda_context_item(phases), nccl,
-            allocator_slack_item(tensor_sizes, phases)]
+    return [cuda_context_item(phases), nccl, _slack(tensor_sizes, trained_sizes or [], phases)]
+
+
+def _slack(weights: list[tuple[int, int]], trained: list[tuple[int, int]],
+           phases: tuple[str, ...]) -> Item:
+    """The allocator slack of the weights, and from the first step on of the gradients and
+    optimizer states too (their slack at load is the weights' alone)."""
+    if not trained:
+        return allocator_slack_item(weights, phases)
+    at_load = allocator_slack_item(weights, phases).bytes
+    item = allocator_slack_item(weights + trained, phases,
+                                what="weight, gradient and optimizer-state tensors")
+    return Item(item.name, max(item.bytes, at_load), item.provenance, item.phases, item.source,
+                item.formula + f"; at load, the weights alone: {at_load} B",
+                phase_bytes={p: item.bytes if p != "load" else at_load for p in phases})
 
 
 def _apply_pool(engine: Engine, inf, facts: ModelFacts, card: Card | None, plan: WeightPlan,

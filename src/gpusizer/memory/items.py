@@ -58,6 +58,7 @@ ItemName = Literal[
     "int4_kernel_scratch", "int4_dequant_transient",
     "recurrent_state",
     "modules_to_save", "adapter_buffers", "adapter_state", "adapter_activations",
+    "allocator_fragmentation",
 ]
 """Every item name estimate, simulate and measure write (the JSON ``memory.items[].name``)."""
 
@@ -67,8 +68,11 @@ class ItemKind:
     """What an item name stands for.
 
     Attributes:
-        holder: ``torch`` when PyTorch's caching allocator holds it (counted in ``peak_bytes``),
-            ``non_torch`` when it lies outside (``device_peak_bytes`` only).
+        holder: ``torch`` when tensors hold it through PyTorch's caching allocator (counted in
+            ``peak_bytes``); ``allocator`` when the caching allocator reserves it without
+            handing it to a tensor (rounding, segment tails, blocks it cannot reuse: counted in
+            ``reserved_peak_bytes`` and ``device_peak_bytes``, not in ``peak_bytes``);
+            ``non_torch`` when it lies outside the allocator (``device_peak_bytes`` only).
         role: ``parameter`` (model or adapter tensors and their fixed companions), ``state``
             (held across steps or requests: KV cache, gradients, optimizer states, buffers,
             driver and library memory) or ``working`` (made and freed within a phase).
@@ -77,12 +81,12 @@ class ItemKind:
             the other such items), or None when it may not.
     """
 
-    holder: Literal["torch", "non_torch"]
+    holder: Literal["torch", "allocator", "non_torch"]
     role: Literal["parameter", "state", "working"]
     lower_bound: str | None = None
 
 
-_T, _N = "torch", "non_torch"
+_T, _A, _N = "torch", "allocator", "non_torch"
 ITEM_KINDS: dict[ItemName, ItemKind] = {
     "weights": ItemKind(_T, "parameter", "weights"),
     "quantization_metadata": ItemKind(_T, "parameter", "weights"),
@@ -99,7 +103,8 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "cuda_context": ItemKind(_N, "state"),
     "cublas_workspace": ItemKind(_T, "state"),
     "nccl_buffers": ItemKind(_N, "state"),
-    "allocator_slack": ItemKind(_N, "state"),
+    "allocator_slack": ItemKind(_A, "state"),
+    "allocator_fragmentation": ItemKind(_A, "working"),
     "load_conversion_transient": ItemKind(_T, "working"),
     "prefill_working": ItemKind(_T, "working"),
     "decode_working": ItemKind(_T, "working"),
@@ -125,14 +130,16 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "adapter_state": ItemKind(_T, "state", "adapter state"),
     "adapter_activations": ItemKind(_T, "working"),
 }
-"""Item name → kind. Outside PyTorch's allocator: the CUDA context and NCCL buffers (driver and
-library memory), the allocator slack (reserved minus allocated) and bitsandbytes' paged states
-(CUDA managed memory). ``quantization_metadata`` counts as weights in ``lower_bound_covers``."""
+"""Item name → kind. Reserved by the caching allocator but held by no tensor (reserved minus
+allocated): the allocator slack of the resident tensors and the fragmentation that shapes
+changing between steps leave (``memory.allocator``). Outside PyTorch's allocator: the CUDA
+context and NCCL buffers (driver and library memory) and bitsandbytes' paged states (CUDA
+managed memory). ``quantization_metadata`` counts as weights in ``lower_bound_covers``."""
 
 NoteCode = Literal[
     "card", "card_rule", "no_card", "bare_count", "theoretical_format", "format_kept_dense",
     "format_exclusions", "load_conversion", "no_inference_block", "engine", "training", "pool",
-    "pool_peak_is_budget", "simulation", "not_simulated", "no_arithmetic",
+    "pool_peak_is_budget", "simulation", "not_simulated", "no_arithmetic", "stack_rule",
 ]
 
 NOTE_CODES: dict[NoteCode, str] = {
@@ -156,6 +163,8 @@ NOTE_CODES: dict[NoteCode, str] = {
     "not_simulated": "what the simulation does not run or cannot see",
     "no_arithmetic": "no family counts this model_type: the items come from the simulation "
                      "(transformers' own model code on fake tensors), not from arithmetic",
+    "stack_rule": "a rule of the sheet's library versions (stack block) other than the pinned "
+                  "versions' changed what is sized (gpusizer.stack)",
 }
 """Note code → what notes of that code say. Code branches on the code, never on the text."""
 
@@ -222,6 +231,12 @@ class Item:
             raise ValueError(f"item {self.name!r} is held by {kind.holder}; got non_torch="
                              f"{self.non_torch}")
 
+    @property
+    def holder(self) -> str:
+        """Who holds it: ``torch`` (tensors), ``allocator`` (reserved, held by no tensor) or
+        ``non_torch`` (:class:`ItemKind`)."""
+        return ITEM_KINDS[self.name].holder
+
     def bytes_in(self, phase: str) -> int | None:
         """Size in ``phase`` (0 when not live there; None when unknown)."""
         if phase not in self.phases:
@@ -239,11 +254,13 @@ class Phase:
         name: phase name.
         peak_bytes: sum of the PyTorch items live in the phase (predicts
             ``torch.cuda.max_memory_allocated`` for the phase), None if one of them is unknown.
-        device_peak_bytes: ``peak_bytes`` plus the live non-PyTorch items (predicts nvidia-smi
-            used memory), None if any live item is unknown.
+        device_peak_bytes: ``reserved_peak_bytes`` plus the live non-PyTorch items (predicts
+            nvidia-smi used memory), None if any live item is unknown.
         known_bytes: sum of the known live items (a lower bound when some are unknown).
         items: names of the live items.
         unknown_items: names of live items of unknown size.
+        reserved_peak_bytes: ``peak_bytes`` plus the live allocator items (predicts
+            ``torch.cuda.max_memory_reserved`` for the phase), None if one of them is unknown.
     """
 
     name: str
@@ -252,6 +269,7 @@ class Phase:
     known_bytes: int
     items: tuple[str, ...]
     unknown_items: tuple[str, ...] = ()
+    reserved_peak_bytes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -291,8 +309,11 @@ class MemoryEstimate:
         peak_bytes: largest phase peak of PyTorch items (predicts max_memory_allocated), or None
             when a phase peak is unknown; with a vLLM pool, vLLM's budget (CONTRACT.md: vLLM
             takes its whole pool at start).
-        device_peak_bytes: largest phase peak with the live non-PyTorch items (predicts
-            nvidia-smi), or None; with a vLLM pool, its budget.
+        reserved_peak_bytes: largest phase peak of tensors and allocator items (predicts
+            max_memory_reserved; between peak_bytes and device_peak_bytes, never added to
+            either), or None; with a vLLM pool, its budget.
+        device_peak_bytes: largest phase peak of reserved and live non-PyTorch items
+            (predicts nvidia-smi), or None; with a vLLM pool, its budget.
         conservative_envelope_bytes: sum of every live item's maximum — a conservative
             envelope, never a peak (R8); None if a live item is unknown or no phase is summed
             (weights only).
@@ -322,6 +343,7 @@ class MemoryEstimate:
     phases: tuple[Phase, ...] = field(init=False)
     envelope_bytes: int = field(init=False)
     peak_bytes: int | None = field(init=False)
+    reserved_peak_bytes: int | None = field(init=False)
     device_peak_bytes: int | None = field(init=False)
     conservative_envelope_bytes: int | None = field(init=False)
     lower_bound_bytes: int = field(init=False)
@@ -330,11 +352,13 @@ class MemoryEstimate:
     def __post_init__(self) -> None:
         phases = phase_peaks(self.items, self.phase_names)
         peaks = [p.peak_bytes for p in phases]
+        reserveds = [p.reserved_peak_bytes for p in phases]
         devices = [p.device_peak_bytes for p in phases]
         if self.pool is not None:
-            peak = device = self.pool.budget_bytes
+            peak = reserved = device = self.pool.budget_bytes
         else:
             peak = None if None in peaks else max(peaks, default=None)
+            reserved = None if None in reserveds else max(reserveds, default=None)
             device = None if None in devices else max(devices, default=None)
         live = [it.bytes for it in self.items if it.phases]
         counted: list[tuple[int, str]] = []
@@ -347,7 +371,7 @@ class MemoryEstimate:
                 counted.append((size, words))
         derived = {
             "phases": phases, "envelope_bytes": self.weights_bytes + self.reserve_bytes,
-            "peak_bytes": peak, "device_peak_bytes": device,
+            "peak_bytes": peak, "reserved_peak_bytes": reserved, "device_peak_bytes": device,
             "conservative_envelope_bytes": None if not phases or None in live else sum(live),
             "lower_bound_bytes": sum(size for size, _ in counted),
             "lower_bound_covers": _in_words([words for _, words in counted]),
@@ -382,7 +406,8 @@ def _in_words(words: list[str]) -> str:
 
 
 def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[Phase, ...]:
-    """Sum what is live in each phase: PyTorch items → ``peak_bytes``; all → ``device_peak_bytes``.
+    """Sum what is live in each phase: tensors → ``peak_bytes``; with the allocator's items →
+    ``reserved_peak_bytes``; all → ``device_peak_bytes`` (reserved + non-PyTorch).
 
     A phase with a live item of unknown size has a None peak (and a known lower bound).
     """
@@ -391,11 +416,14 @@ def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[
         live = [it for it in items if name in it.phases]
         if not live:
             continue
-        torch_sizes = [it.bytes_in(name) for it in live if not it.non_torch]
+        torch_sizes = [it.bytes_in(name) for it in live if it.holder == "torch"]
+        reserved_sizes = [it.bytes_in(name) for it in live if not it.non_torch]
         all_sizes = [it.bytes_in(name) for it in live]
         unknown = tuple(it.name for it in live if it.bytes is None)
         peak = None if any(s is None for s in torch_sizes) else sum(torch_sizes)
+        reserved = None if any(s is None for s in reserved_sizes) else sum(reserved_sizes)
         device = None if any(s is None for s in all_sizes) else sum(all_sizes)
         known = sum(s for s in all_sizes if s is not None)
-        out.append(Phase(name, peak, device, known, tuple(it.name for it in live), unknown))
+        out.append(Phase(name, peak, device, known, tuple(it.name for it in live), unknown,
+                         reserved))
     return tuple(out)

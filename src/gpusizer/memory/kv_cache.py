@@ -40,12 +40,15 @@ class KvLayout:
         sliding_bytes_per_token: bytes per token over all sliding-window layers.
         sliding_window: window of the sliding layers (tokens), or None.
         description: the formula in words with this model's numbers.
+        full_layers: full-attention layers (``full_bytes_per_token`` is their sum; 0 when
+            not given).
     """
 
     full_bytes_per_token: int
     sliding_bytes_per_token: int
     sliding_window: int | None
     description: str
+    full_layers: int = 0
 
     def tokens_bytes(self, tokens: int, *, round_to: int = 1) -> int:
         """Bytes for one sequence holding ``tokens`` tokens (sliding layers capped at the window),
@@ -109,7 +112,7 @@ def kv_layout(facts: ModelFacts, *, dtype_bytes: int, mla_latent: bool = False,
     if sliding_layers:
         desc += f" + {sliding_layers} sliding-window layers capped at {arch.sliding_window} tokens"
     return KvLayout(per_layer * full_layers, per_layer * sliding_layers,
-                    arch.sliding_window if sliding_layers else None, desc)
+                    arch.sliding_window if sliding_layers else None, desc, full_layers)
 
 
 def kv_bytes(layout: KvLayout, *, tokens: int, sequences: int, round_to: int = 1) -> int:

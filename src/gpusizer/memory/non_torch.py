@@ -1,8 +1,11 @@
-"""Memory outside PyTorch's tensors: CUDA context, NCCL buffers, allocator slack, cuBLAS workspace.
+"""Memory every phase holds beside the model's tensors: CUDA context, NCCL buffers, cuBLAS
+workspace.
 
-``peak_bytes`` predicts ``torch.cuda.max_memory_allocated``; ``device_peak_bytes`` adds what the
-caching allocator does not hand to tensors, and predicts what nvidia-smi shows (CONTRACT.md).
-cuBLAS workspaces are allocated through the caching allocator, so they count in ``peak_bytes``.
+``peak_bytes`` predicts ``torch.cuda.max_memory_allocated``; ``reserved_peak_bytes`` adds what
+the caching allocator reserves without handing it to a tensor (``memory.reserved``);
+``device_peak_bytes`` adds to that what lies outside the allocator (the CUDA context, NCCL
+buffers), and predicts what nvidia-smi shows (CONTRACT.md). cuBLAS workspaces are allocated
+through the caching allocator, so they count in ``peak_bytes``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from .nccl import COLLECTIVES, NCCL_SOURCE, nccl_buffers, within_node_link
 if TYPE_CHECKING:
     from ..catalog.types import Card
 
-__all__ = ["cuda_context_item", "nccl_item", "allocator_slack_item", "cublas_workspace_item",
-           "CUDA_CONTEXT_BYTES", "cublas_workspace_bytes"]
+__all__ = ["cuda_context_item", "nccl_item", "cublas_workspace_item", "CUDA_CONTEXT_BYTES",
+           "cublas_workspace_bytes"]
 
 # Declared, not derived: the CUDA context (driver state, kernel images loaded lazily since CUDA
 # 11.7 / PyTorch 2.x CUDA_MODULE_LOADING=LAZY) is usually a few hundred MiB per process and GPU;
@@ -31,11 +34,6 @@ CUDA_CONTEXT_BYTES = 500 * MiB
 # ":4096:8" = 32 MiB on compute capability 9.x (Hopper).
 _CUBLAS_DEFAULT = 2 * 4096 * 1024 + 8 * 16 * 1024
 _CUBLAS_HOPPER = 8 * 4096 * 1024
-
-# PyTorch CUDACachingAllocator constants (c10/cuda/CUDACachingAllocator.cpp).
-_ROUND_LARGE = 2 * MiB
-_MIN_LARGE_ALLOC = 10 * MiB   # kMinLargeAlloc
-_LARGE_BUFFER = 20 * MiB      # kLargeBuffer
 
 
 def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
@@ -95,40 +93,6 @@ def nccl_item(gpus: int, phases: tuple[str, ...], strategy: str = "single", *,
     return Item("nccl_buffers", buffers.bytes, "declared", phases,
                 NCCL_SOURCE + "; replace with a measurement (nvidia-smi minus "
                 "max_memory_reserved)", buffers.formula, non_torch=True)
-
-
-def allocator_slack_item(tensor_sizes: list[tuple[int, int]], phases: tuple[str, ...]) -> Item:
-    """Reserved minus allocated for the resident weights (PyTorch ``CUDACachingAllocator.cpp``):
-    requests of 10 MiB or more (kMinLargeAlloc) get their own segment rounded up to 2 MiB
-    (kRoundLarge); 1–10 MiB requests share 20 MiB segments (kLargeBuffer); smaller ones share
-    2 MiB segments (kSmallBuffer).
-
-    Args:
-        tensor_sizes: ``(count, bytes)`` pairs of resident weight tensors on this GPU.
-        phases: phases the item is live in.
-
-    Fragmentation by transient activations comes on top and is only known by measurement.
-    """
-    big_waste = mid = small = tensors = 0
-    for count, size in tensor_sizes:
-        tensors += count
-        if size >= _MIN_LARGE_ALLOC:
-            big_waste += count * (-(-size // _ROUND_LARGE) * _ROUND_LARGE - size)
-        elif size > MiB:
-            mid += count * size
-        else:
-            small += count * size
-    mid_waste = -(-mid // _LARGE_BUFFER) * _LARGE_BUFFER - mid
-    small_waste = -(-small // _ROUND_LARGE) * _ROUND_LARGE - small
-    slack = big_waste + mid_waste + small_waste
-    return Item("allocator_slack", slack, "estimated", phases,
-                "PyTorch c10/cuda/CUDACachingAllocator.cpp: kMinLargeAlloc 10 MiB, kRoundLarge "
-                "2 MiB, kLargeBuffer 20 MiB, kSmallBuffer 2 MiB; docs 'CUDA semantics: memory "
-                "management' (reserved vs allocated)",
-                f"{tensors} weight tensors: rounding of those >= 10 MiB to 2 MiB = {big_waste} B "
-                f"+ tail of 20 MiB segments for 1-10 MiB ones = {mid_waste} B + tail of 2 MiB "
-                f"segments for small ones = {small_waste} B (fragmentation by activations is "
-                "measured, not estimated)", non_torch=True)
 
 
 def cublas_workspace_item(compute_capability: tuple[int, int] | None,

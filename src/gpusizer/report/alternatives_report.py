@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import SCHEMA_VERSION, __version__
 from ..decision.alternatives import AlternativesResult
+from ..stack import applied_versions
 from ..units import fmt_bytes
 from .markdown import md_cell, md_text
 
@@ -20,7 +21,7 @@ def alternatives_document(r: AlternativesResult) -> dict[str, Any]:
     plan = r.plan
     return {
         "schema_version": SCHEMA_VERSION,
-        "gpusizer": {"version": __version__},
+        "gpusizer": {"version": __version__, "stack": applied_versions(plan.sheet.stack)},
         "sheet_sha256": plan.sheet_sha256,
         "sheet": plan.sheet.model_dump(mode="json"),
         "offers": [{"offer_id": o.offer_id, "card": o.card, "memory_state": o.memory_state,

@@ -15,6 +15,7 @@ from .. import SCHEMA_VERSION, __version__
 from ..catalog.card_table import CardTable
 from ..catalog.types import Card
 from ..decision.card_choice import CardFits, CardsResult, CountFit
+from ..stack import applied_versions
 from ..units import GiB
 from .json_report import REGISTRY_NOTE, model_dict
 
@@ -79,7 +80,7 @@ def cards_document(r: CardsResult) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "gpusizer": {"version": __version__, "card_table": r.card_table,
-                     "registry": REGISTRY_NOTE},
+                     "registry": REGISTRY_NOTE, "stack": applied_versions(r.sheet.stack)},
         "sheet": r.sheet.model_dump(mode="json"),
         "model": model_dict(r.sheet, r.facts, None),
         "strategy": {"name": r.strategy, "default": default,
@@ -171,7 +172,8 @@ def card_table_document(table: CardTable) -> dict[str, Any]:
         ambiguous.append({"names": list(entry.names), "cards": list(entry.cards),
                           "reason": entry.reason})
     return {"schema_version": SCHEMA_VERSION,
-            "gpusizer": {"version": __version__, "card_table": table.file},
+            "gpusizer": {"version": __version__, "card_table": table.file,
+                         "stack": applied_versions(None)},
             "cards": cards, "ambiguous": ambiguous}
 
 

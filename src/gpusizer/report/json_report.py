@@ -16,6 +16,7 @@ from ..decision.results import EstimateResult, PlanResult
 from ..decision.throughput import measured_decode_tokens_per_s, offer_throughput
 from ..decision.verdict import judgement_of
 from ..sheet import Sheet
+from ..stack import applied_versions
 
 __all__ = ["campaign_dict", "memory_dict", "model_dict", "pool_dict", "estimate_document", "plan_document",
            "dumps", "POOL_ALIAS"]
@@ -29,7 +30,7 @@ POOL_ALIAS = "vllm"
 def _item(it: Item) -> dict[str, Any]:
     d: dict[str, Any] = {"name": it.name, "bytes": it.bytes, "provenance": it.provenance,
                          "phases": list(it.phases), "source": it.source, "formula": it.formula,
-                         "non_torch": it.non_torch}
+                         "non_torch": it.non_torch, "holder": it.holder}
     if it.bytes is None:
         d["unknown_reason"] = it.unknown_reason
     if it.phase_bytes:
@@ -38,7 +39,9 @@ def _item(it: Item) -> dict[str, Any]:
 
 
 def _phase(p: Phase) -> dict[str, Any]:
-    return {"name": p.name, "peak_bytes": p.peak_bytes, "device_peak_bytes": p.device_peak_bytes,
+    return {"name": p.name, "peak_bytes": p.peak_bytes,
+            "reserved_peak_bytes": p.reserved_peak_bytes,
+            "device_peak_bytes": p.device_peak_bytes,
             "known_bytes": p.known_bytes, "items": list(p.items),
             "unknown_items": list(p.unknown_items)}
 
@@ -72,6 +75,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "weights_format": est.weights_format, "stored_format": est.stored_format,
         "weights_bytes": est.weights_bytes, "reserve_bytes": est.reserve_bytes,
         "envelope_bytes": est.envelope_bytes, "peak_bytes": est.peak_bytes,
+        "reserved_peak_bytes": est.reserved_peak_bytes,
         "device_peak_bytes": est.device_peak_bytes,
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
@@ -154,7 +158,8 @@ def _trainable(est: MemoryEstimate | None) -> int:
 def estimate_document(r: EstimateResult) -> dict[str, Any]:
     """``gpusizer estimate --format json``."""
     doc = {"schema_version": SCHEMA_VERSION,
-           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+           "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE,
+                        "stack": applied_versions(r.sheet.stack)},
            "sheet": r.sheet.model_dump(mode="json"),
            "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
            "card": r.card.name if r.card else None,
@@ -216,7 +221,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
                                    "skipped_rows": [{"row": x.row, "label": x.label,
                                                      "reason": x.reason} for x in f.skipped]}
                                   for f in r.catalogs],
-                     "registry": REGISTRY_NOTE},
+                     "registry": REGISTRY_NOTE, "stack": applied_versions(r.sheet.stack)},
         "sheet": r.sheet.model_dump(mode="json"), "sheet_sha256": r.sheet_sha256,
         "model": model_dict(r.sheet, r.facts, _trainable(r.estimate)),
         "card": None, "memory": memory_dict(r.estimate), "offers": offers,

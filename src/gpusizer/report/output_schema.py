@@ -48,6 +48,10 @@ class Producer(_Out):
     catalogs: list[CatalogRecord] = Field(default_factory=list,
                                           description="the catalog files read, in order")
     registry: str | None = Field(None, description="the bundled model registry used")
+    stack: dict[str, str] | None = Field(
+        None, description="library → the version whose rules were applied (the sheet's stack "
+                          "block, auto resolved to the pinned version; docs/stack-rules.md), "
+                          "and framework as the sheet gives it")
 
 
 class ModelOut(_Out):
@@ -83,6 +87,11 @@ class ItemOut(_Out):
     formula: str | None = Field(None, description="the arithmetic, with its figures")
     non_torch: bool = Field(False, description="true when the caching allocator does not hold "
                                                "it (counted in device_peak_bytes only)")
+    holder: Literal["torch", "allocator", "non_torch"] | None = Field(
+        None, description="torch: tensors hold it (peak_bytes); allocator: the caching "
+                          "allocator reserves it without a tensor (reserved_peak_bytes and "
+                          "device_peak_bytes, not peak_bytes); non_torch: outside the allocator "
+                          "(device_peak_bytes only)")
     unknown_reason: str | None = Field(None, description="why bytes is null")
     phase_bytes: dict[str, int] | None = Field(None, description="bytes per phase where they "
                                                                  "differ")
@@ -93,8 +102,11 @@ class PhaseOut(_Out):
 
     name: str
     peak_bytes: int | None = Field(description="allocated peak in this phase (bytes)")
-    device_peak_bytes: int | None = Field(description="peak_bytes + live non-PyTorch items; "
-                                                      "null when one of them is unknown")
+    reserved_peak_bytes: int | None = Field(
+        None, description="peak_bytes + the live allocator items (predicts "
+                          "torch.cuda.max_memory_reserved in this phase); null when one is unknown")
+    device_peak_bytes: int | None = Field(description="reserved_peak_bytes + live non-PyTorch "
+                                                      "items; null when one of them is unknown")
     known_bytes: int = Field(description="the known items' sum (bytes)")
     items: list[str] = Field(description="items live in this phase")
     unknown_items: list[str] = Field(description="live items of unknown size")
@@ -142,9 +154,13 @@ class MemoryOut(_Out):
     reserve_bytes: int = Field(description="the sheet's declared reserve (bytes)")
     envelope_bytes: int | None = Field(description="weights_bytes + reserve")
     peak_bytes: int | None = Field(description="predicted torch.cuda.max_memory_allocated")
+    reserved_peak_bytes: int | None = Field(
+        None, description="predicted torch.cuda.max_memory_reserved: peak_bytes + what the "
+                          "caching allocator reserves without a tensor (slack, fragmentation); "
+                          "between peak_bytes and device_peak_bytes, never added to either")
     device_peak_bytes: int | None = Field(
-        description="peak_bytes + non-PyTorch items (what nvidia-smi shows); null when an item "
-                    "live in the peak phase is unknown")
+        description="reserved_peak_bytes + non-PyTorch items (what nvidia-smi shows); null when "
+                    "an item live in the peak phase is unknown")
     conservative_envelope_bytes: int | None = None
     lower_bound_bytes: int | None = Field(None, description="the certain lower bound (bytes)")
     lower_bound_covers: str | None = Field(None, description="what the lower bound counts")

@@ -13,12 +13,14 @@ __all__ = ["simulate_document", "simulation_sections"]
 
 def simulate_document(r) -> dict[str, Any]:
     """``gpusizer simulate --format json`` from a ``simulate.engine.SimulationResult``."""
+    from ..stack import applied_versions
     from .json_report import REGISTRY_NOTE, memory_dict, model_dict
     trainable = r.trainable_parameters if r.sheet.task != "inference" else 0
     model = model_dict(r.sheet, r.facts, trainable)  # a model no family counts: the simulation's
     return {
         "schema_version": SCHEMA_VERSION,
-        "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE},
+        "gpusizer": {"version": __version__, "catalogs": [], "registry": REGISTRY_NOTE,
+                     "stack": applied_versions(r.sheet.stack)},
         "sheet": r.sheet.model_dump(mode="json"),
         "model": {**model, "parameters": model["parameters"] or r.parameters or None},
         "card": r.card.name if r.card else None,

@@ -105,6 +105,10 @@ class EngineBase:
 
     simulate_refusal: str | None = None
     measure_refusal: str | None = None
+    modeling_library: str | None = None
+    """The library whose model code the engine runs, whose version rules (``gpusizer.stack``)
+    then apply to how that code holds the weights (``transformers``), or None for an engine
+    with model code of its own."""
 
     @property
     def simulate_supported(self) -> bool:
@@ -136,6 +140,7 @@ class Engine(Protocol):
         paged_mamba_state: Mamba / linear-attention states are kept as vLLM's ``MambaSpec``
             pages (conv_kernel − 1 columns, SSM in ``mamba_ssm_cache_dtype``) rather than
             transformers' ``LinearAttentionLayer`` (``memory/recurrent_state.py``).
+        modeling_library: the library whose model code it runs (``EngineBase``), or None.
         budget_rule: how a serving engine's budget is derived, in the report's words ("total ×
             gpu_memory_utilization"); empty without a pool.
         pool_peak_note: the note saying that ``peak_bytes`` is the pool's budget; empty without
@@ -151,6 +156,7 @@ class Engine(Protocol):
     fused_moe: bool
     keeps_inputs_embeds: bool
     paged_mamba_state: bool
+    modeling_library: str | None
     budget_rule: str
     pool_peak_note: str
 

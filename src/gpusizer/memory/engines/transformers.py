@@ -44,6 +44,7 @@ class TransformersEngine(EngineBase):
     fused_moe = False
     keeps_inputs_embeds = True
     paged_mamba_state = False
+    modeling_library = "transformers"
     budget_rule = ""
     pool_peak_note = ""
 
