@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .intervals import SpreadClass, figure_interval
+
 if TYPE_CHECKING:
     from ..sheet import Sheet
     from .engines.base import PoolSplit
@@ -76,6 +78,20 @@ class ItemKind:
     holder: Literal["torch", "non_torch"]
     role: Literal["parameter", "state", "working"]
     lower_bound: str | None = None
+    spread: SpreadClass | None = None
+
+    def spread_class(self, *, training: bool) -> SpreadClass:
+        """The item's spread class (``memory.intervals``): ``spread`` when set; else made and
+        freed within a phase (``working`` role, PyTorch) → ``activations`` in training and
+        ``working`` in inference; outside PyTorch → ``non_torch``; the rest is shapes × dtype
+        bytes → ``exact``."""
+        if self.spread is not None:
+            return self.spread
+        if self.holder == "non_torch":
+            return "non_torch"
+        if self.role == "working":
+            return "activations" if training else "working"
+        return "exact"
 
 
 _T, _N = "torch", "non_torch"
@@ -89,12 +105,12 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "kv_cache": ItemKind(_T, "state", "KV cache"),
     "gradients": ItemKind(_T, "state", "gradients"),
     "optimizer_states": ItemKind(_T, "state", "optimizer states"),
-    "optimizer_states_paged": ItemKind(_N, "state"),
+    "optimizer_states_paged": ItemKind(_N, "state", spread="exact"),
     "ddp_gradient_buckets": ItemKind(_T, "state"),
     "cuda_context": ItemKind(_N, "state"),
     "cublas_workspace": ItemKind(_T, "state"),
     "nccl_buffers": ItemKind(_N, "state"),
-    "allocator_slack": ItemKind(_N, "state"),
+    "allocator_slack": ItemKind(_N, "state", spread="fragmentation"),
     "load_conversion_transient": ItemKind(_T, "working"),
     "prefill_working": ItemKind(_T, "working"),
     "decode_working": ItemKind(_T, "working"),
@@ -229,6 +245,10 @@ class Phase:
         known_bytes: sum of the known live items (a lower bound when some are unknown).
         items: names of the live items.
         unknown_items: names of live items of unknown size.
+        class_bytes: bytes live in the phase per spread class (``memory.intervals``).
+        peak_interval_bytes: ``[low, high]`` of ``peak_bytes`` (the nominal 90 % range given
+            the measured spread of its items' classes), or None (unknown or uncalibrated).
+        device_peak_interval_bytes: the same for ``device_peak_bytes``.
     """
 
     name: str
@@ -237,6 +257,9 @@ class Phase:
     known_bytes: int
     items: tuple[str, ...]
     unknown_items: tuple[str, ...] = ()
+    class_bytes: dict[str, int] = field(default_factory=dict, compare=False)
+    peak_interval_bytes: tuple[int, int] | None = None
+    device_peak_interval_bytes: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -306,16 +329,22 @@ class MemoryEstimate:
     conservative_envelope_bytes: int | None = field(init=False)
     lower_bound_bytes: int = field(init=False)
     lower_bound_covers: str = field(init=False)
+    peak_interval_bytes: tuple[int, int] | None = field(init=False)
+    device_peak_interval_bytes: tuple[int, int] | None = field(init=False)
 
     def __post_init__(self) -> None:
-        phases = phase_peaks(self.items, self.phase_names)
+        phases = phase_peaks(self.items, self.phase_names, training=self.training is not None)
         peaks = [p.peak_bytes for p in phases]
         devices = [p.device_peak_bytes for p in phases]
         if self.pool is not None:
             peak = device = self.pool.budget_bytes
+            # the engine takes exactly its budget at start: no estimate error on it
+            peak_iv = device_iv = (peak, peak)
         else:
             peak = None if None in peaks else max(peaks, default=None)
             device = None if None in devices else max(devices, default=None)
+            peak_iv = _peak_interval([p.peak_interval_bytes for p in phases], peak)
+            device_iv = _peak_interval([p.device_peak_interval_bytes for p in phases], device)
         live = [it.bytes for it in self.items if it.phases]
         counted: list[tuple[int, str]] = []
         for it in self.lower_bound_items:
@@ -328,6 +357,7 @@ class MemoryEstimate:
         derived = {
             "phases": phases, "envelope_bytes": self.weights_bytes + self.reserve_bytes,
             "peak_bytes": peak, "device_peak_bytes": device,
+            "peak_interval_bytes": peak_iv, "device_peak_interval_bytes": device_iv,
             "conservative_envelope_bytes": None if not phases or None in live else sum(live),
             "lower_bound_bytes": sum(size for size, _ in counted),
             "lower_bound_covers": _in_words([words for _, words in counted]),
@@ -361,8 +391,26 @@ def _in_words(words: list[str]) -> str:
     return once[0] if len(once) == 1 else ", ".join(once[:-1]) + " and " + once[-1]
 
 
-def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[Phase, ...]:
-    """Sum what is live in each phase: PyTorch items → ``peak_bytes``; all → ``device_peak_bytes``.
+def _peak_interval(intervals: list[tuple[int, int] | None],
+                   peak: int | None) -> tuple[int, int] | None:
+    """The interval of a peak over phases (the largest phase figure): [max of the lows, max of
+    the highs]; None when the peak or a phase's interval is unknown."""
+    if peak is None or not intervals or None in intervals:
+        return None
+    return max(iv[0] for iv in intervals), max(iv[1] for iv in intervals)
+
+
+def _spread_class(it: Item, training: bool) -> SpreadClass:
+    """A measured or declared size carries no estimate error (``exact``); else its kind's."""
+    if it.provenance in ("measured", "declared"):
+        return "exact"
+    return ITEM_KINDS[it.name].spread_class(training=training)
+
+
+def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...], *,
+                training: bool = False) -> tuple[Phase, ...]:
+    """Sum what is live in each phase: PyTorch items → ``peak_bytes``; all → ``device_peak_bytes``;
+    each with its interval (``memory.intervals``; ``training`` picks the working items' class).
 
     A phase with a live item of unknown size has a None peak (and a known lower bound).
     """
@@ -377,5 +425,11 @@ def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[
         peak = None if any(s is None for s in torch_sizes) else sum(torch_sizes)
         device = None if any(s is None for s in all_sizes) else sum(all_sizes)
         known = sum(s for s in all_sizes if s is not None)
-        out.append(Phase(name, peak, device, known, tuple(it.name for it in live), unknown))
+        classes: dict[str, int] = {}
+        for it in live:
+            cls = _spread_class(it, training)
+            classes[cls] = classes.get(cls, 0) + (it.bytes_in(name) or 0)
+        out.append(Phase(name, peak, device, known, tuple(it.name for it in live), unknown,
+                         classes, figure_interval(peak, classes, "allocated"),
+                         figure_interval(device, classes, "device")))
     return tuple(out)
