@@ -27,8 +27,9 @@ parameters              the count from the same config.json (logical or as store
 
 Error is signed and relative: (ours − observed) / observed. Per group (the workload kind and
 the counter) the board gives n, the median |error|, the worst case, the bias (median signed
-error) and, for verdicts, how many are right (fits ↔ fits, oom ↔ does_not_fit; ``unknown`` or
-``borderline`` is not right).
+error) and, for verdicts, how many are right (fits ↔ fits, oom ↔ does_not_fit) among those
+that claim either; a ``borderline`` or ``unknown`` word claims neither and is counted as hedged
+(its own column: a hedge is not wrong, but it is no answer either).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ SHARED = ROOT.parent / "shared"
 
 COUNTERS = ("max_memory_allocated", "max_memory_reserved", "nvml", "vllm_kv_tokens",
             "sglang_kv_tokens", "weights_bytes", "verdict", "not_stated")
+HEDGED = ("borderline", "unknown")
+"""Fit words that claim neither a fit nor an overload: a verdict row with one is hedged."""
 LIBRARIES = ("gpusizer", "transformers", "torch", "peft", "pydantic", "huggingface_hub")
 
 
@@ -142,7 +145,8 @@ def _rows_for(case: dict, doc: dict, method: str) -> list[Row]:
         figure, missing = _figure(doc, counter)
         group = "verdicts" if counter == "verdict" else f"{kind} · {counter}"
         if counter == "verdict":
-            right = None if figure is None else (
+            # borderline / unknown hedge: neither right nor wrong (counted as hedged)
+            right = None if figure is None or figure in HEDGED else (
                 (observed == "fits" and figure == "fits")
                 or (observed == "oom" and figure == "does_not_fit"))
             rows.append(Row(case["id"], group, counter, method, observed, figure, None, right,
@@ -228,6 +232,7 @@ class Group:
     worst_case: str | None
     right: int | None
     missing: int
+    hedged: int = 0
 
 
 def summarize(rows: list[Row]) -> list[Group]:
@@ -241,8 +246,9 @@ def summarize(rows: list[Row]) -> list[Group]:
         missing = sum(1 for r in mine if r.figure is None)
         if group == "verdicts":
             judged = [r for r in mine if r.right is not None]
+            hedged = sum(1 for r in mine if r.figure in HEDGED)
             out.append(Group(group, method, len(judged), None, None, None, None,
-                             sum(r.right for r in judged), missing))
+                             sum(r.right for r in judged), missing, hedged))
             continue
         if not scored:
             out.append(Group(group, method, 0, None, None, None, None, None, missing))
@@ -292,20 +298,22 @@ def render_md(record: dict) -> str:
              ("Error = (gpusizer − observed) / observed, in % of the observed figure; each "
               "counter is compared with the figure it measures (see benchmarks/accuracy.py)."), "",
              ("| group | method | n | median abs. error | bias (median) | worst (case) "
-              "| verdicts right | no figure |"),
-             "|---|---|---|---|---|---|---|---|"]
+              "| verdicts right | hedged | no figure |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     for g in record["groups"]:
         worst = "–" if g["worst_pct"] is None else f"{_pct(g['worst_pct'])} ({g['worst_case']})"
         median = "–" if g["median_abs_error_pct"] is None else f"{g['median_abs_error_pct']:.1f} %"
         right = "–" if g["right"] is None else f"{g['right']} / {g['n']}"
         lines.append(f"| {g['group']} | {g['method']} | {g['n']} | {median} | "
-                     f"{_pct(g['bias_pct'])} | {worst} | {right} | {g['missing']} |")
+                     f"{_pct(g['bias_pct'])} | {worst} | {right} | {g.get('hedged', 0)} | "
+                     f"{g['missing']} |")
     lines += ["", "## Cases", "", "| case | counter | method | observed | gpusizer | error |",
               "|---|---|---|---|---|---|"]
     for r in record["rows"]:
         figure = r["figure"] if r["figure"] is not None else f"none ({r['missing']})"
         error = ("right" if r["right"] else "wrong") if r["counter"] == "verdict" and \
-            r["right"] is not None else _pct(None if r["error"] is None else 100 * r["error"])
+            r["right"] is not None else "hedged" if r["counter"] == "verdict" and \
+            r["figure"] in HEDGED else _pct(None if r["error"] is None else 100 * r["error"])
         note = f" ({r['note']})" if r.get("note") else ""
         lines.append(f"| {r['case']} | {r['counter']} | {r['method']} | {r['observed']} | "
                      f"{figure} | {error}{note} |")
@@ -318,8 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite docs/accuracy.json and .md")
     parser.add_argument("--no-simulate", action="store_true", help="estimate only")
+    parser.add_argument("--keep-simulate", action="store_true",
+                        help="estimate only, carrying the recorded simulate rows (their date "
+                             "stays in each row's note)")
     args = parser.parse_args(argv)
-    simulate = not args.no_simulate
+    simulate = not (args.no_simulate or args.keep_simulate)
     if simulate:
         try:
             import torch  # noqa: F401
@@ -327,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
             print("simulate extra not installed: estimate only", file=sys.stderr)
             simulate = False
     cases, rows = run(simulate)
+    if args.keep_simulate:
+        old = json.loads(RECORD_JSON.read_text(encoding="utf-8"))
+        rows += [Row(**{**r, "note": r.get("note") or f"simulate row of {old['date']}"})
+                 for r in old["rows"] if r["method"] == "simulate"]
     groups = summarize(rows)
     record = {"date": dt.date.today().isoformat(), "versions": versions(),
               "groups": [asdict(g) for g in groups], "rows": [asdict(r) for r in rows],

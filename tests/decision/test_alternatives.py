@@ -3,6 +3,8 @@ peak is the estimate of the one-change sheet; nothing is applied."""
 
 from __future__ import annotations
 
+import pytest
+
 import datetime as dt
 import json
 
@@ -15,6 +17,14 @@ from gpusizer.memory.estimate import estimate_memory
 from gpusizer.pipeline import resolve_facts
 from gpusizer.sheet import parse_sheet, quality_sha256, sheet_sha256
 from tests.conftest import run_cli
+
+
+@pytest.fixture(autouse=True)
+def _point_estimates_only(monkeypatch):
+    """These tests pin the rule on point figures; its error intervals (``borderline``) are
+    tested in tests/memory/test_intervals.py, apart from the shipped calibration."""
+    from gpusizer.memory import intervals
+    monkeypatch.setattr(intervals, "load_calibration", lambda: None)
 
 TODAY = dt.date(2026, 11, 30)
 LLAMA = {"model": {"id": "meta-llama/Meta-Llama-3.1-8B"}, "task": "inference",

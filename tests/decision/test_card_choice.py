@@ -119,3 +119,17 @@ def test_wrong_kind_arguments():
     with pytest.raises(ArgumentError) as exc:
         api.cards(base_dir=3)
     assert exc.value.field == "base_dir"
+
+
+def test_one_gpu_count_is_sized_unsharded_and_without_offload():
+    """A zero3 + offload sheet: the 1-GPU column runs single, which offloads nothing (the sheet
+    refuses offload under single), so it is the same figure as the unsharded sheet's."""
+    from gpusizer.decision.card_choice import _count_sheet
+    from gpusizer.sheet import parse_sheet
+    body = {"model": {"parameters": 7_000_000_000}, "task": "full", "weights": "bf16",
+            "training": {"sequence_length": 512, "microbatch": 1, "precision": "master"},
+            "placement": {"gpus": 8, "strategy": "zero3", "offload": "optimizer+params"}}
+    one = _count_sheet(parse_sheet(body), 1, "zero3").placement
+    assert (one.gpus, one.strategy, one.offload) == (1, "single", "none")
+    eight = _count_sheet(parse_sheet(body), 8, "zero3").placement
+    assert (eight.strategy, eight.offload) == ("zero3", "optimizer+params")

@@ -3,6 +3,8 @@ arithmetic, then through the CLI (CONTRACT.md ``estimated_fit`` / ``headroom_byt
 
 from __future__ import annotations
 
+import pytest
+
 import dataclasses
 
 from gpusizer.memory.engines import PoolSplit
@@ -10,6 +12,14 @@ from gpusizer.memory.fit_rule import judge_fit
 from gpusizer.memory.items import INFERENCE_PHASES, Item, MemoryEstimate
 
 from ..conftest import cli_json
+
+
+@pytest.fixture(autouse=True)
+def _point_estimates_only(monkeypatch):
+    """These tests pin the rule on point figures; its error intervals (``borderline``) are
+    tested in tests/memory/test_intervals.py, apart from the shipped calibration."""
+    from gpusizer.memory import intervals
+    monkeypatch.setattr(intervals, "load_calibration", lambda: None)
 
 DEVICE, MARGIN = 1000, 50
 ALL = INFERENCE_PHASES

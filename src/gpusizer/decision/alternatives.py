@@ -132,7 +132,7 @@ def check_fit(sheet: Sheet, facts: ModelFacts | None, card: Card) -> Fit:
     return Fit(est, device, margin, _FITS[judgement.state], judgement.reason, judgement)
 
 
-_FITS = {"fits": True, "does_not_fit": False, "unknown": None}
+_FITS = {"fits": True, "does_not_fit": False, "borderline": None, "unknown": None}
 """The fit rule's state as ``Fit.fits``."""
 
 FitCheck = Callable[[Sheet, "ModelFacts | None", Card], "Fit"]

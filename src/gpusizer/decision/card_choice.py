@@ -137,8 +137,11 @@ class CardsResult:
 
 
 def _count_sheet(sheet: Sheet, gpus: int, strategy: str) -> Sheet:
-    placement = sheet.placement.model_copy(update={   # the counts are GPUs of one node
-        "gpus": gpus, "nodes": 1, "strategy": "single" if gpus == 1 else strategy})
+    # the counts are GPUs of one node; one GPU runs single, which shards and offloads nothing
+    # (the sheet refuses offload under single), so its figure is the unsharded one
+    one = {"offload": "none", "fsdp_sharding": "full"} if gpus == 1 else {}
+    placement = sheet.placement.model_copy(update={
+        "gpus": gpus, "nodes": 1, "strategy": "single" if gpus == 1 else strategy, **one})
     return sheet.model_copy(update={"placement": placement})
 
 

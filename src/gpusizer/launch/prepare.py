@@ -53,8 +53,8 @@ def project_folder() -> Path:
     root = Path(__file__).resolve().parents[3]
     if not (root / "pyproject.toml").is_file():
         raise ArgumentError("launch syncs the gpusizer checkout to the machine; this gpusizer "
-                            f"is installed without one ({root} has no pyproject.toml)",
-                            field="launch")
+                            f"is installed without one ({root} has no pyproject.toml): install "
+                            "it from a clone with pip install -e '.[launch]'", field="launch")
     return root
 
 

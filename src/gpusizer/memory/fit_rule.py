@@ -13,7 +13,11 @@ evidence), ``gpusizer fit`` (a binary search), ``alternatives`` (each one-change
    with no pool, ``known + margin > device`` → ``does_not_fit``, where ``known`` is the device
    peak, or the largest known part of a phase when an item is unknown (a lower bound of it);
 4. an item of unknown size, or no phase at all (weights only) → ``unknown``;
-5. otherwise ``fits``: ``device_peak + margin <= device``, or the pool holds the sequences.
+5. the device peak's error interval (``memory.intervals``, widened to contain the peak itself)
+   plus the margin straddles the device (``low + margin <= device < high + margin``) →
+   ``borderline``, whichever side the peak itself lies on (a pool's peak is its budget: exact);
+6. otherwise ``fits``: ``device_peak + margin <= device``, or the pool holds the sequences;
+   ``does_not_fit`` when ``device_peak + margin > device``.
 
 ``headroom_bytes`` = device − margin − device peak (from the known part when an item is
 unknown: then an upper bound, and only given when the judgement is ``does_not_fit``); for a pool
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FitState", "FitJudgement", "judge_fit", "judge_on_card", "judge_lot", "lot_words"]
 
-FitState = Literal["fits", "does_not_fit", "unknown"]
+FitState = Literal["fits", "does_not_fit", "borderline", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,12 @@ def judge_fit(estimate: MemoryEstimate, *, device_bytes: int,
     text = (f"estimated device peak {fmt_bytes(peak)} + margin {fmt_bytes(margin)} "
             f"{'<=' if fits else '>'} device {fmt_bytes(device)}; conservative envelope "
             f"{fmt_bytes(est.conservative_envelope_bytes)}")
+    interval = est.device_peak_interval_bytes
+    if interval is not None:
+        low, high = min(interval[0], peak), max(interval[1], peak)
+        if low + margin <= device < high + margin:
+            return judged("borderline", headroom, text + f"; its nominal 90 % range "
+                          f"[{fmt_bytes(low)}, {fmt_bytes(high)}] + margin straddles the device")
     return judged("fits" if fits else "does_not_fit", headroom, text)
 
 

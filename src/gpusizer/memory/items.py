@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .intervals import SHARDED_ITEMS, SpreadClass, figure_interval
+
 if TYPE_CHECKING:
     from ..sheet import Sheet
     from .engines.base import PoolSplit
@@ -84,6 +86,23 @@ class ItemKind:
     holder: Literal["torch", "allocator", "non_torch"]
     role: Literal["parameter", "state", "working"]
     lower_bound: str | None = None
+    spread: SpreadClass | None = None
+
+    def spread_class(self, *, training: bool) -> SpreadClass:
+        """The item's spread class (``memory.intervals``): ``spread`` when set; else made and
+        freed within a phase (``working`` role, PyTorch) → ``activations`` in training and
+        ``working`` in inference; reserved by the caching allocator beyond its tensors →
+        ``fragmentation``; outside PyTorch → ``non_torch``; the rest is shapes × dtype bytes →
+        ``exact``."""
+        if self.spread is not None:
+            return self.spread
+        if self.holder == "allocator":
+            return "fragmentation"
+        if self.holder == "non_torch":
+            return "non_torch"
+        if self.role == "working":
+            return "activations" if training else "working"
+        return "exact"
 
 
 _T, _A, _N = "torch", "allocator", "non_torch"
@@ -98,7 +117,7 @@ ITEM_KINDS: dict[ItemName, ItemKind] = {
     "recurrent_state": ItemKind(_T, "state", "recurrent state"),
     "gradients": ItemKind(_T, "state", "gradients"),
     "optimizer_states": ItemKind(_T, "state", "optimizer states"),
-    "optimizer_states_paged": ItemKind(_N, "state"),
+    "optimizer_states_paged": ItemKind(_N, "state", spread="exact"),
     "ddp_gradient_buckets": ItemKind(_T, "state"),
     "cuda_context": ItemKind(_N, "state"),
     "cublas_workspace": ItemKind(_T, "state"),
@@ -261,6 +280,11 @@ class Phase:
         unknown_items: names of live items of unknown size.
         reserved_peak_bytes: ``peak_bytes`` plus the live allocator items (predicts
             ``torch.cuda.max_memory_reserved`` for the phase), None if one of them is unknown.
+        class_bytes: bytes live in the phase per spread class (``memory.intervals``).
+        peak_interval_bytes: ``[low, high]`` of ``peak_bytes`` (the nominal 90 % range given
+            the measured spread of its items' classes), or None (unknown or uncalibrated).
+        reserved_peak_interval_bytes, device_peak_interval_bytes: the same for
+            ``reserved_peak_bytes`` and ``device_peak_bytes``.
     """
 
     name: str
@@ -270,6 +294,10 @@ class Phase:
     items: tuple[str, ...]
     unknown_items: tuple[str, ...] = ()
     reserved_peak_bytes: int | None = None
+    class_bytes: dict[str, int] = field(default_factory=dict, compare=False)
+    peak_interval_bytes: tuple[int, int] | None = None
+    reserved_peak_interval_bytes: tuple[int, int] | None = None
+    device_peak_interval_bytes: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -348,18 +376,29 @@ class MemoryEstimate:
     conservative_envelope_bytes: int | None = field(init=False)
     lower_bound_bytes: int = field(init=False)
     lower_bound_covers: str = field(init=False)
+    peak_interval_bytes: tuple[int, int] | None = field(init=False)
+    reserved_peak_interval_bytes: tuple[int, int] | None = field(init=False)
+    device_peak_interval_bytes: tuple[int, int] | None = field(init=False)
 
     def __post_init__(self) -> None:
-        phases = phase_peaks(self.items, self.phase_names)
+        placed = getattr(self.training, "placement", None)
+        phases = phase_peaks(self.items, self.phase_names, training=self.training is not None,
+                             sharded=placed is not None and placed.states > 1)
         peaks = [p.peak_bytes for p in phases]
         reserveds = [p.reserved_peak_bytes for p in phases]
         devices = [p.device_peak_bytes for p in phases]
         if self.pool is not None:
             peak = reserved = device = self.pool.budget_bytes
+            # the engine takes exactly its budget at start: no estimate error on it
+            peak_iv = reserved_iv = device_iv = (peak, peak)
         else:
             peak = None if None in peaks else max(peaks, default=None)
             reserved = None if None in reserveds else max(reserveds, default=None)
             device = None if None in devices else max(devices, default=None)
+            peak_iv = _peak_interval([p.peak_interval_bytes for p in phases], peak)
+            reserved_iv = _peak_interval([p.reserved_peak_interval_bytes for p in phases],
+                                         reserved)
+            device_iv = _peak_interval([p.device_peak_interval_bytes for p in phases], device)
         live = [it.bytes for it in self.items if it.phases]
         counted: list[tuple[int, str]] = []
         for it in self.lower_bound_items:
@@ -372,6 +411,8 @@ class MemoryEstimate:
         derived = {
             "phases": phases, "envelope_bytes": self.weights_bytes + self.reserve_bytes,
             "peak_bytes": peak, "reserved_peak_bytes": reserved, "device_peak_bytes": device,
+            "peak_interval_bytes": peak_iv, "reserved_peak_interval_bytes": reserved_iv,
+            "device_peak_interval_bytes": device_iv,
             "conservative_envelope_bytes": None if not phases or None in live else sum(live),
             "lower_bound_bytes": sum(size for size, _ in counted),
             "lower_bound_covers": _in_words([words for _, words in counted]),
@@ -405,13 +446,35 @@ def _in_words(words: list[str]) -> str:
     return once[0] if len(once) == 1 else ", ".join(once[:-1]) + " and " + once[-1]
 
 
-def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[Phase, ...]:
+def _peak_interval(intervals: list[tuple[int, int] | None],
+                   peak: int | None) -> tuple[int, int] | None:
+    """The interval of a peak over phases (the largest phase figure): [max of the lows, max of
+    the highs]; None when the peak or a phase's interval is unknown."""
+    if peak is None or not intervals or None in intervals:
+        return None
+    return max(iv[0] for iv in intervals), max(iv[1] for iv in intervals)
+
+
+def _spread_class(it: Item, training: bool, sharded: bool = False) -> SpreadClass:
+    """A measured or declared size carries no estimate error (``exact``); an item a sharded
+    placement divides is ``sharded``; else its kind's class."""
+    if it.provenance in ("measured", "declared"):
+        return "exact"
+    if sharded and it.name in SHARDED_ITEMS:
+        return "sharded"
+    return ITEM_KINDS[it.name].spread_class(training=training)
+
+
+def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...], *,
+                training: bool = False, sharded: bool = False) -> tuple[Phase, ...]:
     """Sum what is live in each phase: tensors → ``peak_bytes``; with the allocator's items →
-    ``reserved_peak_bytes``; all → ``device_peak_bytes`` (reserved + non-PyTorch).
+    ``reserved_peak_bytes``; all → ``device_peak_bytes`` (reserved + non-PyTorch); each with its
+    interval (``memory.intervals``; ``training`` picks the working items' class).
 
     A phase with a live item of unknown size has a None peak (and a known lower bound).
     """
     out = []
+    task = "training" if training else "inference"
     for name in phase_names:
         live = [it for it in items if name in it.phases]
         if not live:
@@ -424,6 +487,12 @@ def phase_peaks(items: tuple[Item, ...], phase_names: tuple[str, ...]) -> tuple[
         reserved = None if any(s is None for s in reserved_sizes) else sum(reserved_sizes)
         device = None if any(s is None for s in all_sizes) else sum(all_sizes)
         known = sum(s for s in all_sizes if s is not None)
+        classes: dict[str, int] = {}
+        for it in live:
+            cls = _spread_class(it, training, sharded)
+            classes[cls] = classes.get(cls, 0) + (it.bytes_in(name) or 0)
         out.append(Phase(name, peak, device, known, tuple(it.name for it in live), unknown,
-                         reserved))
+                         reserved, classes, figure_interval(peak, classes, "allocated", task=task),
+                         figure_interval(reserved, classes, "reserved", task=task),
+                         figure_interval(device, classes, "device", task=task)))
     return tuple(out)

@@ -280,7 +280,8 @@ def _setup(facts: ModelFacts | None, card: Card):
 
 def _fits_card(facts, card: Card):
     """A predicate "the fit rule does not say does_not_fit on ``card``", and the set of
-    unknown items it met (an ``unknown`` judgement fits on its known part: an upper bound)."""
+    unknown items it met (an ``unknown`` judgement fits on its known part: an upper bound; a
+    ``borderline`` one fits when its point figure does, and the answer stays an estimate)."""
     unknown: set[str] = set()
 
     def fits(s: Sheet) -> bool:
@@ -290,6 +291,8 @@ def _fits_card(facts, card: Card):
             return False
         judgement = judge_on_card(est, card, s.margin)
         unknown.update(judgement.unknown_items)
+        if judgement.state == "borderline":   # its range straddles the card: the point decides
+            return judgement.headroom_bytes is not None and judgement.headroom_bytes >= 0
         return judgement.state != "does_not_fit"
 
     return fits, unknown

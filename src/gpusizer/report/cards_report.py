@@ -101,7 +101,7 @@ def _cell(c: dict[str, Any]) -> str:
         return "cannot run"
     head = c["headroom_bytes"]
     figure = "" if head is None else f" {head / GiB:+.2f}".replace("-", "−")
-    word = {"fits": "fits", "does_not_fit": "no", "unknown": "unknown"}.get(fit, fit)
+    word = {"fits": "fits", "does_not_fit": "no", "borderline": "borderline", "unknown": "unknown"}.get(fit, fit)
     return f"{word}{figure}"
 
 

@@ -38,10 +38,27 @@ def _item(it: Item) -> dict[str, Any]:
     return d
 
 
+def _pair(iv: tuple[int, int] | None) -> list[int] | None:
+    """An interval as CONTRACT.md writes it: ``[low, high]`` (integers), or null."""
+    return None if iv is None else [iv[0], iv[1]]
+
+
+def _intervals(est: MemoryEstimate) -> dict[str, Any]:
+    """The peaks' intervals (CONTRACT.md): null until calibrated, or when the figure is unknown.
+    ``reserved_peak_interval_bytes`` stays null while no reserved peak is predicted."""
+    return {"peak_interval_bytes": _pair(est.peak_interval_bytes),
+            "reserved_peak_interval_bytes": _pair(getattr(est, "reserved_peak_interval_bytes",
+                                                          None)),
+            "device_peak_interval_bytes": _pair(est.device_peak_interval_bytes)}
+
+
 def _phase(p: Phase) -> dict[str, Any]:
     return {"name": p.name, "peak_bytes": p.peak_bytes,
             "reserved_peak_bytes": p.reserved_peak_bytes,
             "device_peak_bytes": p.device_peak_bytes,
+            "peak_interval_bytes": _pair(p.peak_interval_bytes),
+            "reserved_peak_interval_bytes": _pair(p.reserved_peak_interval_bytes),
+            "device_peak_interval_bytes": _pair(p.device_peak_interval_bytes),
             "known_bytes": p.known_bytes, "items": list(p.items),
             "unknown_items": list(p.unknown_items)}
 
@@ -76,7 +93,7 @@ def memory_dict(est: MemoryEstimate) -> dict[str, Any]:
         "weights_bytes": est.weights_bytes, "reserve_bytes": est.reserve_bytes,
         "envelope_bytes": est.envelope_bytes, "peak_bytes": est.peak_bytes,
         "reserved_peak_bytes": est.reserved_peak_bytes,
-        "device_peak_bytes": est.device_peak_bytes,
+        "device_peak_bytes": est.device_peak_bytes, **_intervals(est),
         "conservative_envelope_bytes": est.conservative_envelope_bytes,
         "lower_bound_bytes": est.lower_bound_bytes,
         "lower_bound_covers": est.lower_bound_covers,
@@ -205,6 +222,7 @@ def plan_document(r: PlanResult) -> dict[str, Any]:
             **_pool_blocks(d.estimate.pool if d.estimate else None),
             "memory": ({"peak_bytes": d.estimate.peak_bytes,
                         "device_peak_bytes": d.estimate.device_peak_bytes,
+                        **_intervals(d.estimate),
                         "lower_bound_bytes": d.estimate.lower_bound_bytes,
                         "weights_format": d.estimate.weights_format,
                         "notes": list(d.estimate.note_texts)} if d.estimate else None),

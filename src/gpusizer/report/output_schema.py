@@ -11,7 +11,7 @@ tolerate new keys.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -97,6 +97,10 @@ class ItemOut(_Out):
                                                                  "differ")
 
 
+Interval = Annotated[list[int], Field(min_length=2, max_length=2)] | None
+"""``[low, high]`` bytes (CONTRACT.md intervals)."""
+
+
 class PhaseOut(_Out):
     """One phase (``memory.phases[]``), per GPU."""
 
@@ -107,6 +111,18 @@ class PhaseOut(_Out):
                           "torch.cuda.max_memory_reserved in this phase); null when one is unknown")
     device_peak_bytes: int | None = Field(description="reserved_peak_bytes + live non-PyTorch "
                                                       "items; null when one of them is unknown")
+    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
+    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
+    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
     known_bytes: int = Field(description="the known items' sum (bytes)")
     items: list[str] = Field(description="items live in this phase")
     unknown_items: list[str] = Field(description="live items of unknown size")
@@ -161,6 +177,18 @@ class MemoryOut(_Out):
     device_peak_bytes: int | None = Field(
         description="reserved_peak_bytes + non-PyTorch items (what nvidia-smi shows); null when "
                     "an item live in the peak phase is unknown")
+    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
+    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
+    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
+                                          "of the figure given the measured spread of its "
+                                          "items' kinds (data/intervals.json); null when "
+                                          "unknown or uncalibrated")
     conservative_envelope_bytes: int | None = None
     lower_bound_bytes: int | None = Field(None, description="the certain lower bound (bytes)")
     lower_bound_covers: str | None = Field(None, description="what the lower bound counts")
@@ -211,6 +239,15 @@ class OfferMemory(_Out):
 
     peak_bytes: int | None
     device_peak_bytes: int | None
+    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
+                                 "given the measured spread of its items' kinds "
+                                 "(data/intervals.json); null when unknown or uncalibrated")
+    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
+                                 "given the measured spread of its items' kinds "
+                                 "(data/intervals.json); null when unknown or uncalibrated")
+    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
+                                 "given the measured spread of its items' kinds "
+                                 "(data/intervals.json); null when unknown or uncalibrated")
     lower_bound_bytes: int | None
     weights_format: str
     notes: list[str]

@@ -204,6 +204,13 @@ def _workload_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _with_range(phase: dict[str, Any]) -> str:
+    """``28.39 [27.80, 33.20]``: the device peak and its interval (GiB), or the peak alone."""
+    iv = phase.get("device_peak_interval_bytes")
+    peak = fmt_gib(phase["device_peak_bytes"])
+    return peak if not iv else f"{peak} [{fmt_gib(iv[0])}, {fmt_gib(iv[1])}]"
+
+
 def _memory_section(doc: dict[str, Any]) -> Section:
     mem = doc["memory"]
     sizes = {i["name"]: i for i in mem["items"]}
@@ -212,7 +219,7 @@ def _memory_section(doc: dict[str, Any]) -> Section:
         live = {n: (sizes[n].get("phase_bytes") or {}).get(p["name"], sizes[n]["bytes"])
                 for n in p["items"] if sizes.get(n) and sizes[n]["bytes"]}
         largest = sorted(live, key=lambda n: -live[n])[:3]
-        rows.append((p["name"], fmt_gib(p["peak_bytes"]), fmt_gib(p["device_peak_bytes"]),
+        rows.append((p["name"], fmt_gib(p["peak_bytes"]), _with_range(p),
                      ", ".join(f"{n} {fmt_gib(live[n])}" for n in largest)))
     lines = [f"weights only {fmt_gib(mem['weights_bytes'])} GiB; certain lower bound "
              f"{fmt_gib(mem['lower_bound_bytes'])} GiB "
@@ -228,8 +235,13 @@ def _memory_section(doc: dict[str, Any]) -> Section:
                      "pool's spare KV bytes")
     if not rows:
         return Section("Phase peaks, memory per GPU", lines=tuple(lines))
+    ranged = any(p.get("device_peak_interval_bytes") for p in mem["phases"])
+    if ranged:
+        lines.append("range: the nominal 90 % range of the device peak, from the spread of its "
+                     "items' kinds on the public cases (src/gpusizer/data/intervals.json)")
     return Section("Phase peaks, memory per GPU", ("phase", "peak allocated (GiB per GPU)",
-                                               "device peak (GiB per GPU)",
+                                               "device peak [range] (GiB per GPU)" if ranged
+                                               else "device peak (GiB per GPU)",
                                                "largest items (GiB per GPU)"),
                    tuple(rows), tuple(lines))
 
