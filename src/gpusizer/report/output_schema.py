@@ -101,7 +101,19 @@ Interval = Annotated[list[int], Field(min_length=2, max_length=2)] | None
 """``[low, high]`` bytes (CONTRACT.md intervals)."""
 
 
-class PhaseOut(_Out):
+_IV_TEXT = ("[low, high] bytes: the nominal 90 % range of the figure given the measured spread "
+            "of its items' kinds (data/intervals.json); null when unknown or uncalibrated")
+
+
+class _Intervals(_Out):
+    """The peaks' intervals (CONTRACT.md), on a phase, the memory block and an offer's memory."""
+
+    peak_interval_bytes: Interval = Field(None, description=_IV_TEXT)
+    reserved_peak_interval_bytes: Interval = Field(None, description=_IV_TEXT)
+    device_peak_interval_bytes: Interval = Field(None, description=_IV_TEXT)
+
+
+class PhaseOut(_Intervals):
     """One phase (``memory.phases[]``), per GPU."""
 
     name: str
@@ -111,18 +123,6 @@ class PhaseOut(_Out):
                           "torch.cuda.max_memory_reserved in this phase); null when one is unknown")
     device_peak_bytes: int | None = Field(description="reserved_peak_bytes + live non-PyTorch "
                                                       "items; null when one of them is unknown")
-    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
-    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
-    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
     known_bytes: int = Field(description="the known items' sum (bytes)")
     items: list[str] = Field(description="items live in this phase")
     unknown_items: list[str] = Field(description="live items of unknown size")
@@ -158,7 +158,7 @@ class PoolOut(_Out):
                                      "resolved (SGLang's mem_fraction_static when auto, …)")
 
 
-class MemoryOut(_Out):
+class MemoryOut(_Intervals):
     """The memory estimate (``memory``): every figure per GPU under the sheet's placement."""
 
     per_gpu: bool = True
@@ -177,18 +177,6 @@ class MemoryOut(_Out):
     device_peak_bytes: int | None = Field(
         description="reserved_peak_bytes + non-PyTorch items (what nvidia-smi shows); null when "
                     "an item live in the peak phase is unknown")
-    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
-    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
-    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range "
-                                          "of the figure given the measured spread of its "
-                                          "items' kinds (data/intervals.json); null when "
-                                          "unknown or uncalibrated")
     conservative_envelope_bytes: int | None = None
     lower_bound_bytes: int | None = Field(None, description="the certain lower bound (bytes)")
     lower_bound_covers: str | None = Field(None, description="what the lower bound counts")
@@ -234,20 +222,11 @@ class Criteria(_Out):
     budget: CriterionOut
 
 
-class OfferMemory(_Out):
+class OfferMemory(_Intervals):
     """The offer's own per-card estimate (``offers[].memory``)."""
 
     peak_bytes: int | None
     device_peak_bytes: int | None
-    peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
-                                 "given the measured spread of its items' kinds "
-                                 "(data/intervals.json); null when unknown or uncalibrated")
-    reserved_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
-                                 "given the measured spread of its items' kinds "
-                                 "(data/intervals.json); null when unknown or uncalibrated")
-    device_peak_interval_bytes: Interval = Field(None, description="[low, high] bytes: the nominal 90 % range of the figure "
-                                 "given the measured spread of its items' kinds "
-                                 "(data/intervals.json); null when unknown or uncalibrated")
     lower_bound_bytes: int | None
     weights_format: str
     notes: list[str]
