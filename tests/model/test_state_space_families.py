@@ -224,3 +224,20 @@ def test_mamba2_kernel_working_memory_by_hand():
     assert size == 1024 * 3208 * 2 + 4 * (2 * 8 * 256 * 4 + 8192 * 6 + 2 * 256 * 256 * 4)
     assert "SSD kernel" in words
     assert mixer_working_bytes(facts, batch=2, q_tokens=1, dtype_bytes=2)[0] == 2 * 3208 * 2
+
+
+@pytest.mark.parametrize(("family", "kv_layers"), [("jamba", 2), ("qwen3_next", 1),
+                                                   ("nemotron_h", 1), ("falcon_h1", 2)])
+def test_kv_growth_is_one_attention_layers_share(family, kv_layers, tmp_path):
+    """transformers grows one layer's K and V at a time: half of one KV-holding layer's cache
+    (Jamba: 2 attention layers of 4; Qwen3-Next: 1 of 2; Nemotron-H: 1 of 4 blocks; Falcon-H1:
+    attention beside Mamba in both layers)."""
+    from gpusizer.memory.estimate import estimate_memory
+    _, d = _config(family)
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    sheet = parse_sheet({"model": {"path": str(tmp_path)}, "task": "inference",
+                         "weights": "bf16", "inference": {"prompt_tokens": PROMPT,
+                                                          "new_tokens": 4, "concurrency": SEQS}})
+    est = estimate_memory(sheet, resolve_facts(sheet))
+    kv = est.item("kv_cache").bytes
+    assert est.item("kv_cache_growth_transient").bytes == kv // kv_layers // 2

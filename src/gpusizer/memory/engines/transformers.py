@@ -100,13 +100,16 @@ class TransformersEngine(EngineBase):
         if self.kv_static(inference):
             return []
         lf = layer_fraction
-        layers_here = max(1, -(-facts.architecture.num_layers * lf.numerator // lf.denominator))
+        # the layers that hold keys and values (a hybrid's Mamba / linear-attention layers and
+        # MLP-only blocks keep none: the KV bytes are the attention layers' alone)
+        kv_layers = facts.architecture.num_layers - facts.architecture.cacheless_layers
+        layers_here = max(1, -(-kv_layers * lf.numerator // lf.denominator))
         per_layer = kv_bytes // layers_here
         return [Item("kv_cache_growth_transient", per_layer // 2, "estimated", ("decode",),
                      "transformers DynamicLayer.update grows K and V with torch.cat: the old "
                      "and the new tensor of one layer coexist briefly",
                      f"one layer's K (or V) at full length: {kv_bytes} / {layers_here} "
-                     "layers on this GPU / 2")]
+                     "KV-holding layers on this GPU / 2")]
 
     def pool(self, *, inference: Inference, facts: ModelFacts, card: Card | None,
              compute_dtype: str, weights_bytes: int, items: list[Item], layout: KvLayout,
