@@ -9,7 +9,7 @@ TP 8 was found. Tolerance: 5 % on the KV figures (the logs round to 0.01 GiB).
 
 import pytest
 
-from ..conftest import cli_json
+from ..conftest import REPO_ROOT as REPO, cli_json
 
 GiB = 2**30
 
@@ -118,3 +118,30 @@ def test_kv_cache_dtype_versions_and_sizes(tmp_path):
     assert doc["memory"]["pool"]["block_bytes"] == 16 * 32 * 2 * 8 * 128
     assert any("list it from 0.5.3 on, not in 0.4.2" in n for n in doc["memory"]["notes"])
     assert doc["memory"]["pool"]["command"].endswith("--kv-cache-dtype fp8_e5m2")
+
+
+def test_v0_default_batched_tokens_is_the_whole_context(tmp_path):
+    """vLLM V0 without chunked prefill profiles max(max_model_len, 2048) tokens
+    (SchedulerConfig, 0.6.x): vllm#10517's sheet without max_num_batched_tokens gives the same
+    pool as with the 20000 its log implies; above 32 768 tokens V0 turns chunked prefill on
+    (512 per step)."""
+    import yaml
+
+    from gpusizer.memory.engines.versions import batched_tokens
+    from gpusizer.sheet import parse_sheet
+    src = REPO / "examples" / "validation" / "vllm10517-llama31-8b-rtx3090.yaml"
+    body = yaml.safe_load(src.read_text())
+    stated = parse_sheet(body).inference
+    del body["inference"]["max_num_batched_tokens"]
+    default = parse_sheet(body)
+    assert batched_tokens(default.inference, "0.6.4.post1") == (
+        20000, "vLLM V0's default without chunked prefill: max(max_model_len 20000, 2048)")
+    assert batched_tokens(stated, "0.6.4.post1")[0] == 20000
+    assert batched_tokens(default.inference, "0.11.0")[0] == 8192       # V1: the sheet's default
+    long = default.inference.model_copy(update={"prompt_tokens": 40000})
+    assert batched_tokens(long, "0.6.4.post1")[0] == 512
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(body))
+    with_default = cli_json("estimate", str(path), "--card", "RTX 3090")["memory"]["pool"]
+    with_stated = cli_json("estimate", str(src), "--card", "RTX 3090")["memory"]["pool"]
+    assert with_default["kv_tokens"] == with_stated["kv_tokens"]

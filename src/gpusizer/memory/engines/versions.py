@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ...units import GiB
 
 __all__ = ["VllmRules", "VLLM_RULES", "VLLM_AUTO", "VLLM_KV_CACHE_DTYPES", "vllm_rules",
+           "batched_tokens",
            "version_tuple", "SGLANG_AUTO", "SglangDefaults", "sglang_defaults"]
 
 VLLM_AUTO = "0.11.0"
@@ -88,6 +89,23 @@ VLLM_KV_CACHE_DTYPES: dict[str, str] = {"fp8": "0.4.2", "fp8_e4m3": "0.5.3", "fp
 """``--kv-cache-dtype`` value → the first vLLM release whose engine-arguments page lists it
 (docs.vllm.ai v0.4.2 models/engine_args: ``{auto,fp8}``; v0.5.3: ``{auto,fp8,fp8_e5m2,fp8_e4m3}``;
 E5M2 itself came with vllm-project/vllm#2279)."""
+
+
+def batched_tokens(inference, version: str) -> tuple[int, str]:
+    """The ``max_num_batched_tokens`` vLLM runs with, and why: the sheet's when set; else the
+    release's default. V1 (>= 0.8): 8192 (the sheet's default). V0 (< 0.8): chunked prefill is
+    on by default only above 32 768 tokens of context (``EngineArgs.create_engine_config``,
+    vLLM 0.6.x: ``use_long_context``), with 512 tokens per step; otherwise
+    ``SchedulerConfig`` takes max(max_model_len, 2048) (vllm/config.py 0.6.x,
+    ``_DEFAULT_MAX_NUM_BATCHED_TOKENS``), so the profile run is the whole context."""
+    if "max_num_batched_tokens" in inference.model_fields_set or \
+            vllm_rules(version).engine_core != "V0":
+        return inference.max_num_batched_tokens, "the sheet's max_num_batched_tokens"
+    context = inference.tokens_per_sequence
+    if context > 32768:
+        return 512, "vLLM V0's default with chunked prefill (on above 32768 tokens): 512"
+    return max(context, 2048), (f"vLLM V0's default without chunked prefill: max(max_model_len "
+                                f"{context}, 2048)")
 
 
 def vllm_rules(version: str) -> VllmRules:

@@ -20,7 +20,8 @@ from ..weights import DTYPE_BYTES
 from ..working_memory import WORKING_SOURCE
 from .base import EngineBase, PoolCondition, PoolSplit
 from ..nccl import within_node_link
-from .versions import VLLM_AUTO, VLLM_KV_CACHE_DTYPES, version_tuple, vllm_rules
+from .versions import (VLLM_AUTO, VLLM_KV_CACHE_DTYPES, batched_tokens, version_tuple,
+                       vllm_rules)
 from .vllm_pool import (CUSTOM_ALL_REDUCE_SOURCE, custom_all_reduce_bytes, kv_cache_groups,
                         profile_activation_bytes, rotary_cache_bytes, vllm_split)
 
@@ -107,15 +108,17 @@ class VllmEngine(EngineBase):
         """vLLM schedules at most max_num_batched_tokens per step (chunked prefill), so the
         prefill working set is the profile run's (vLLM sizes its pool on exactly that run);
         its sampler's peak follows ``stack.vllm`` (``versions.VLLM_RULES``)."""
-        rules = vllm_rules(stack.vllm if stack is not None else "auto")
+        version = stack.vllm if stack is not None else "auto"
+        rules = vllm_rules(version)
+        batched, why = batched_tokens(inference, version)
         act, act_text = profile_activation_bytes(
-            facts, max_num_batched_tokens=inference.max_num_batched_tokens,
+            facts, max_num_batched_tokens=batched,
             max_num_seqs=inference.max_num_seqs, dtype_bytes=dtype_bytes, tp=share.tp,
             weights_format=weights_format,
             sampler_bytes_per_logit=rules.sampler_bytes_per_logit)
         return Item("prefill_working", act, "estimated", ("prefill",),
                     WORKING_SOURCE + "; vLLM profile run (Worker.determine_available_memory)",
-                    "vLLM profile run: " + act_text)
+                    f"vLLM profile run of {batched} tokens ({why}): " + act_text)
 
     def decode_transients(self, facts: ModelFacts, *, inference: Inference, kv_bytes: int,
                           layer_fraction: Any) -> list[Item]:
@@ -214,7 +217,7 @@ class VllmEngine(EngineBase):
             parts += ["--revision", sheet.model.revision]
         parts += ["--max-model-len", str(inf.tokens_per_sequence),
                   "--max-num-seqs", str(inf.max_num_seqs),
-                  "--max-num-batched-tokens", str(inf.max_num_batched_tokens),
+                  "--max-num-batched-tokens", str(batched_tokens(inf, sheet.stack.vllm)[0]),
                   "--gpu-memory-utilization", f"{inf.gpu_memory_utilization:g}",
                   "--tensor-parallel-size", str(tp),
                   "--block-size", str(inf.block_size),
