@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..units import MiB
 
@@ -270,6 +271,7 @@ def resident_reserved_bytes(tensor_sizes: list[tuple[int, int | tuple[int, ...]]
     return replay.reserved_bytes, replay.requested_bytes
 
 
+@lru_cache(maxsize=256)
 def cat_growth_reserved_bytes(*, tensors: int, bytes_per_token: int, start_tokens: int,
                               steps: int, whole_cache: bool = False) -> AllocatorReplay:
     """Peak reserved and peak allocated bytes while ``tensors`` cached tensors each grow by one
@@ -292,7 +294,8 @@ def cat_growth_reserved_bytes(*, tensors: int, bytes_per_token: int, start_token
 
     Returns:
         The replay after the last step (its ``max_reserved_bytes``, ``max_held_bytes``,
-        ``max_requested_bytes``…).
+        ``max_requested_bytes``…). A pure function of its arguments, cached (``cards`` and
+        ``plan`` size the same growth on every card): read the replay, never replay on it.
     """
     replay = AllocatorReplay()
     live = [replay.malloc(start_tokens * bytes_per_token) for _ in range(tensors)]
